@@ -1,0 +1,62 @@
+# WireKube WSS relay gateway. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN ?= $(CURDIR)/bin
+STATICCHECK_VERSION ?= v0.8.2
+FUZZTIME ?= 10s
+# The binaries users run. The reference relay is a test fixture and is built
+# only into bin/ for the tests and the demo, never into an image.
+BINARIES := ./bridge/cmd/wirekube-bridge ./extauthz/cmd/wirekube-extauthz \
+	./tools/cmd/wirekube-relay-probe ./tools/cmd/wirekube-relay-token
+FIXTURES := ./internal/refrelay/cmd/wirekube-refrelay
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build every binary (and the test fixture relay) into bin/.
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ $(wildcard $(BINARIES)) $(FIXTURES)
+
+.PHONY: test
+test: lint test-unit e2e ## Everything CI runs: lint, unit tests with -race, the e2e suite.
+
+.PHONY: test-unit
+test-unit: ## Unit tests with the race detector.
+	$(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt check, go vet, pinned staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+.PHONY: bench
+bench: ## Fixed-workload benchmarks with ratios against a same-run baseline.
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+.PHONY: e2e
+e2e: ## The end-to-end suite (real kube-apiserver, nginx, binaries).
+	@echo "e2e: not yet (issue 7)"
+
+.PHONY: demo
+demo: ## The whole stack on this machine, with attacks and a report.
+	@echo "make demo: not yet (issue 5)"; exit 1
+
+.PHONY: clean
+clean: ## Remove build output.
+	rm -rf $(BIN)

@@ -1,0 +1,122 @@
+// Package contract holds the names this project shares with its users and
+// with the proxies in front of it: header names, the WebSocket subprotocol,
+// and the stable deny reason codes (SPEC section 5). Changing a value here
+// changes the external contract: update the README and every caller with it.
+package contract
+
+import (
+	"net/http"
+	"strings"
+)
+
+const (
+	// Subprotocol is the WebSocket subprotocol the WireKube agent offers.
+	Subprotocol = "wirekube.relay.v1"
+	// DefaultAudience is the token audience the gateway requires.
+	DefaultAudience = "wirekube-relay"
+	// DefaultRelayPath is the path of the authenticated WebSocket endpoint.
+	DefaultRelayPath = "/relay"
+	// AgentTokenPath is where the agent's projected token is mounted.
+	AgentTokenPath = "/var/run/secrets/wirekube-relay/token"
+)
+
+// Identity headers: set by the proxy from the ext_authz answer, read by the
+// bridge. The proxy must strip client-supplied copies before ext_authz runs.
+const (
+	HeaderPrefix       = "X-WireKube-"
+	HeaderPeer         = "X-WireKube-Peer"
+	HeaderPublicKey    = "X-WireKube-Public-Key"
+	HeaderIdentity     = "X-WireKube-Identity"
+	HeaderTokenExpires = "X-WireKube-Token-Expires"
+	// HeaderDenyReason carries the Reason of a denied request.
+	HeaderDenyReason = "X-WireKube-Deny-Reason"
+)
+
+// IdentityHeaders lists the headers an allow answer for the relay path sets.
+var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires}
+
+// IsWireKubeHeader reports whether name is in the X-WireKube-* family
+// (case-insensitive), the family a proxy strips from client requests.
+func IsWireKubeHeader(name string) bool {
+	return len(name) >= len(HeaderPrefix) && strings.EqualFold(name[:len(HeaderPrefix)], HeaderPrefix)
+}
+
+// Reason is a stable deny or close reason code. The same string is used in
+// the X-WireKube-Deny-Reason header, in log lines and as a metric label.
+type Reason string
+
+// Deny reasons answered before a WebSocket upgrade.
+const (
+	// 400: the request is not what the relay endpoint accepts.
+	ReasonNotWebSocket          Reason = "not_websocket"
+	ReasonRequestBody           Reason = "request_body"
+	ReasonTokenInURL            Reason = "token_in_url"
+	ReasonAuthorizationRepeated Reason = "authorization_repeated"
+	ReasonSubprotocol           Reason = "subprotocol_unsupported"
+	// 405: /relay only takes GET.
+	ReasonMethodNotAllowed Reason = "method_not_allowed"
+
+	// 401: no usable credential.
+	ReasonTokenMissing     Reason = "token_missing"
+	ReasonTokenMalformed   Reason = "token_malformed"
+	ReasonTokenInvalid     Reason = "token_invalid"
+	ReasonAudienceMismatch Reason = "audience_mismatch"
+
+	// 403: a valid token, but not for this.
+	ReasonPathNotAllowed            Reason = "path_not_allowed"
+	ReasonOriginNotAllowed          Reason = "origin_not_allowed"
+	ReasonTokenNotBound             Reason = "token_not_bound"
+	ReasonIdentityNotAllowed        Reason = "identity_not_allowed"
+	ReasonPodNotFound               Reason = "pod_not_found"
+	ReasonPodUIDMismatch            Reason = "pod_uid_mismatch"
+	ReasonPodServiceAccountMismatch Reason = "pod_service_account_mismatch"
+	ReasonPodNotScheduled           Reason = "pod_not_scheduled"
+	ReasonNodeMismatch              Reason = "node_mismatch"
+	ReasonServiceAccountNotFound    Reason = "service_account_not_found"
+	ReasonPeerNotFound              Reason = "peer_not_found"
+	ReasonPeerKeyInvalid            Reason = "peer_key_invalid"
+	ReasonIdentityHeaderInvalid     Reason = "identity_header_invalid"
+
+	// 503: fail closed, retryable.
+	ReasonReviewUnavailable Reason = "review_unavailable"
+	ReasonReviewThrottled   Reason = "review_throttled"
+	ReasonRelayUnavailable  Reason = "relay_unavailable"
+	ReasonAtCapacity        Reason = "at_capacity"
+	ReasonDraining          Reason = "draining"
+)
+
+// Close reasons sent in the WebSocket close frame after the upgrade.
+const (
+	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
+	CloseRegisterMissing     Reason = "register_missing"      // 1008: first frame not Register
+	CloseRegisterMalformed   Reason = "register_malformed"    // 1008: Register body not 32 bytes
+	CloseRegisterKeyMismatch Reason = "register_key_mismatch" // 1008
+	CloseRegisterRepeated    Reason = "register_repeated"     // 1008
+	CloseFrameForbidden      Reason = "frame_forbidden"       // 1008
+	CloseFrameMalformed      Reason = "frame_malformed"       // 1008: length 0
+	CloseFrameTooLarge       Reason = "frame_too_large"       // 1009
+	CloseTextMessage         Reason = "text_message"          // 1003
+	CloseRelayLost           Reason = "relay_lost"            // 1011
+	CloseDraining            Reason = "draining"              // 1001
+	ClosePingTimeout         Reason = "ping_timeout"          // local close, no frame reaches the peer
+)
+
+// HTTPStatus is the status a deny with this reason answers. Unknown reasons
+// map to 403: fail closed.
+func (r Reason) HTTPStatus() int {
+	switch r {
+	case ReasonNotWebSocket, ReasonRequestBody, ReasonTokenInURL, ReasonAuthorizationRepeated, ReasonSubprotocol:
+		return http.StatusBadRequest
+	case ReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case ReasonTokenMissing, ReasonTokenMalformed, ReasonTokenInvalid, ReasonAudienceMismatch:
+		return http.StatusUnauthorized
+	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusForbidden
+	}
+}
+
+// Retryable reports whether a client may retry the same request unchanged.
+func (r Reason) Retryable() bool { return r.HTTPStatus() == http.StatusServiceUnavailable }
