@@ -21,18 +21,17 @@ type Key [KeySize]byte
 
 // ParseKey decodes standard base64 (with padding) of exactly 32 bytes.
 func ParseKey(s string) (Key, error) {
-	var k Key
-	if base64.StdEncoding.DecodedLen(len(s)) < KeySize || len(s) != base64.StdEncoding.EncodedLen(KeySize) {
-		return k, ErrKeySize
+	if len(s) != base64.StdEncoding.EncodedLen(KeySize) {
+		return Key{}, ErrKeySize
 	}
-	n, err := base64.StdEncoding.Decode(k[:], []byte(s))
+	// 44 base64 characters decode to at most 33 bytes; the padding check
+	// below turns a 33-byte decoding into ErrKeySize.
+	var buf [KeySize + 1]byte
+	n, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(s))
 	if err != nil {
 		return Key{}, fmt.Errorf("relayproto: public key: %w", err)
 	}
-	if n != KeySize {
-		return Key{}, ErrKeySize
-	}
-	return k, nil
+	return KeyFromBytes(buf[:n])
 }
 
 // KeyFromBytes copies a 32-byte slice into a Key.

@@ -69,10 +69,17 @@ func checkLength(n uint32) error {
 // frame returns io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, buf []byte) (Frame, error) {
 	var hdr [HeaderSize]byte
+	return readFrame(r, &hdr, buf)
+}
+
+// readFrame takes the header scratch space from the caller: passed to
+// io.ReadFull through an interface it escapes, so a Reader keeps its own to
+// read a frame without allocating.
+func readFrame(r io.Reader, hdr *[HeaderSize]byte, buf []byte) (Frame, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return Frame{}, err
 	}
-	t, n, err := ParseHeader(hdr)
+	t, n, err := ParseHeader(*hdr)
 	if err != nil {
 		return Frame{}, err
 	}
@@ -94,6 +101,7 @@ func ReadFrame(r io.Reader, buf []byte) (Frame, error) {
 // stream holds little memory. A Reader is not safe for concurrent use.
 type Reader struct {
 	r   io.Reader
+	hdr [HeaderSize]byte
 	buf []byte
 }
 
@@ -102,7 +110,7 @@ func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
 
 // ReadFrame reads the next frame. Its Body is valid until the next call.
 func (fr *Reader) ReadFrame() (Frame, error) {
-	f, err := ReadFrame(fr.r, fr.buf)
+	f, err := readFrame(fr.r, &fr.hdr, fr.buf)
 	if err == nil && cap(f.Body) > cap(fr.buf) {
 		fr.buf = f.Body[:0]
 	}
