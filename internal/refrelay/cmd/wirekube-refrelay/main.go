@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -77,6 +78,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	start := time.Now()
 	err = srv.Serve(ctx, ln)
-	log.Info("reference relay stopped", "uptime", time.Since(start), "stats", fmt.Sprintf("%+v", srv.Stats()))
+	log.Info("reference relay stopped", "uptime", time.Since(start), slog.Any("stats", srv.Stats()))
 	return err
 }
