@@ -74,8 +74,7 @@ func expectClosed(t *testing.T, conn net.Conn) {
 	t.Helper()
 	_ = conn.SetReadDeadline(time.Now().Add(ioTimeout))
 	n, err := io.Copy(io.Discard, conn)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if isTimeout(err) {
 		t.Fatalf("connection still open after %s", ioTimeout)
 	}
 	if n != 0 {
@@ -102,3 +101,8 @@ func rawHeader(n uint32, t relayproto.FrameType) []byte {
 }
 
 func keyBytes(b byte) []byte { k := key(b); return k[:] }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

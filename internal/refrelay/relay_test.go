@@ -283,8 +283,8 @@ func TestServeStopsOnCancel(t *testing.T) {
 	addr := ln.Addr().String()
 	a := refrelaytest.Register(t, srv, addr, key(1))
 	b := refrelaytest.Register(t, srv, addr, key(2))
-	silent := dial(t, addr)                // never sends a first frame
-	flood(t, a, key(1), key(2), 64, 60000) // b's writer is blocked in a write
+	silent := dial(t, addr)                 // never sends a first frame
+	flood(t, a, key(1), key(2), 400, 60000) // b does not read: its writer blocks in a write
 	cancel()
 	select {
 	case err := <-done:
@@ -297,7 +297,14 @@ func TestServeStopsOnCancel(t *testing.T) {
 	for _, c := range []net.Conn{a, silent} {
 		expectClosed(t, c)
 	}
-	_ = b
+	// b still holds unread frames; it must reach EOF, not time out.
+	_ = b.SetReadDeadline(time.Now().Add(ioTimeout))
+	if _, err := io.Copy(io.Discard, b); isTimeout(err) {
+		t.Fatal("b still open after Serve returned")
+	}
+	if st := srv.Stats(); st.StallDisconnects != 0 {
+		t.Fatalf("stats = %+v: shutdown must not wait for the stall timeout", st)
+	}
 	if err := srv.Serve(context.Background(), ln); !errors.Is(err, refrelay.ErrServing) {
 		t.Fatalf("second Serve = %v, want ErrServing", err)
 	}
@@ -344,4 +351,28 @@ func TestOptionsValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestServeReturnsErrorWhenListenerClosedElsewhere(t *testing.T) {
+	srv, err := refrelay.New(refrelay.Options{DisableUDP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), ln) }()
+	a := refrelaytest.Register(t, srv, ln.Addr().String(), key(1))
+	ln.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve = %v, want net.ErrClosed", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Serve did not return after its listener closed")
+	}
+	expectClosed(t, a) // the open session was closed on the way out
 }

@@ -46,8 +46,8 @@ func New(opts Options) (*Server, error) {
 
 // Serve accepts connections on ln until ctx is done, then closes ln, the UDP
 // socket and every connection, waits for every goroutine it started, and
-// returns nil. Serve owns ln (it is closed on return). It returns an error
-// if accepting fails for another reason, after the same cleanup.
+// returns nil. Serve owns ln (it is closed on return). If ln is closed by
+// someone else, Serve returns that error after the same cleanup.
 //
 // When ln is a TCP listener and UDP is not disabled, Serve also opens a UDP
 // socket on the same address and drops what it receives. A UDP bind failure
@@ -89,17 +89,27 @@ func (s *Server) startServing() error {
 	return nil
 }
 
-// acceptLoop runs until Accept fails; the failure is an error only when ctx
-// is not done. Each connection's goroutine is counted in wg.
+// acceptLoop runs until the listener is closed. An Accept error other than
+// a closed listener (EMFILE under a large benchmark, for example) is logged
+// and retried with a growing pause, as net/http does, so the fixture does
+// not vanish under load. Each connection's goroutine is counted in wg.
 func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitGroup) error {
+	var pause time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("refrelay: accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("refrelay: accept: %w", err)
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.cfg.log.Warn("accept failed, retrying", "err", err, "pause", pause)
+			sleepCtx(ctx, pause)
+			continue
 		}
+		pause = 0
 		s.stats.connections.Add(1)
 		if !s.track(conn) {
 			conn.Close()
@@ -109,6 +119,15 @@ func (s *Server) acceptLoop(ctx context.Context, ln net.Listener, wg *sync.WaitG
 			defer s.untrack(conn)
 			s.handleConn(conn)
 		})
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
