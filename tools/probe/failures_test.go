@@ -1,0 +1,272 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+type reasonConst struct {
+	name  string
+	value contract.Reason
+}
+
+// contractReasons reads every constant of type Reason from the contract
+// package's source, so a reason added there is tested here without edits.
+func contractReasons(t *testing.T) []reasonConst {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../../internal/contract/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("contract sources: %v", err)
+	}
+	var out []reasonConst
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		{
+			ast.Inspect(f, func(n ast.Node) bool {
+				vs, ok := n.(*ast.ValueSpec)
+				if !ok || vs.Type == nil || fmt.Sprint(vs.Type) != "Reason" {
+					return true
+				}
+				for i, name := range vs.Names {
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok {
+						t.Fatalf("%s is not a string literal", name)
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					out = append(out, reasonConst{name.Name, contract.Reason(v)})
+				}
+				return true
+			})
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("found only %d reasons in internal/contract: the parser is broken", len(out))
+	}
+	return out
+}
+
+func TestEveryContractReasonHasAFix(t *testing.T) {
+	for _, r := range contractReasons(t) {
+		if f, ok := FixFor(r.value); !ok || len(f) < 20 {
+			t.Errorf("%s (%q) has no one-line fix in fixes.go", r.name, r.value)
+		}
+	}
+}
+
+// closeCodes are the WebSocket close codes the bridge uses (SPEC section 5).
+var closeCodes = map[contract.Reason]int{
+	contract.CloseFrameTooLarge: 1009,
+	contract.CloseTextMessage:   1003,
+	contract.CloseRelayLost:     1011,
+	contract.CloseDraining:      1001,
+}
+
+func TestProbeCloseReasons(t *testing.T) {
+	for _, r := range contractReasons(t) {
+		if !strings.HasPrefix(r.name, "Close") {
+			continue
+		}
+		t.Run(string(r.value), func(t *testing.T) {
+			env := newTestEnv(t, false)
+			code, ok := closeCodes[r.value]
+			if !ok {
+				code = 1008
+			}
+			env.bridge.closeCode, env.bridge.closeText = code, string(r.value)
+			exit, out, _ := runProbe(t, env.args()...)
+			if exit != ExitClosed {
+				t.Errorf("exit %d, want %d", exit, ExitClosed)
+			}
+			fix, _ := FixFor(r.value)
+			assertContains(t, out, "FAIL register", fmt.Sprintf("closed by the gateway: %d %s", code, r.value), "fix: "+fix)
+		})
+	}
+}
+
+func TestProbeKeyMismatch(t *testing.T) {
+	env := newTestEnv(t, true)
+	env.bridge.key[0] ^= 0xff // the peer's key is another one
+	code, out, _ := runProbe(t, env.args("--output", "json")...)
+	if code != ExitClosed {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	assertContains(t, out, `"close_code": 1008`, `"close_reason": "register_key_mismatch"`, `"reason": "register_key_mismatch"`, `"class": "closed"`)
+}
+
+func TestProbeEchoTimeout(t *testing.T) {
+	env := newTestEnv(t, false)
+	env.bridge.noEcho = true
+	code, out, _ := runProbe(t, append(env.args(), "--timeout", "200ms")...)
+	if code != ExitEchoTimeout {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	assertContains(t, out, "FAIL echo", "no echo within 200ms", "result: echo_timeout (exit 9)")
+}
+
+func TestProbeNetworkFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := ln.Addr().String()
+	_ = ln.Close()
+	env := newTestEnv(t, false)
+	opts := func(url string) Options {
+		return Options{URL: url, TokenFile: env.tokenFile, PublicKey: env.keyB64, Timeout: 2e9,
+			lookupHost: func(context.Context, string) ([]string, error) {
+				return nil, &net.DNSError{Err: "no such host", Name: "relay.invalid", IsNotFound: true}
+			}}
+	}
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"dns", "wss://relay.invalid/relay", "FAIL dns"},
+		{"tcp refused", "ws://" + closedAddr + "/relay", "FAIL tcp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			err := Run(context.Background(), opts(tc.url), &out)
+			if ExitCode(err) != ExitNetwork {
+				t.Fatalf("exit %d (%v):\n%s", ExitCode(err), err, out.String())
+			}
+			assertContains(t, out.String(), tc.want, "result: network (exit 3)", "fix: ")
+		})
+	}
+}
+
+func TestProbeTLSFailures(t *testing.T) {
+	tlsEnv := newTestEnv(t, true)
+	plainEnv := newTestEnv(t, false)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown authority", []string{"--url", tlsEnv.url()}, "pass --ca-file"},
+		{"plain http endpoint", []string{"--url", "wss" + strings.TrimPrefix(plainEnv.url(), "ws")}, "does not speak TLS"},
+		{"wrong host name", []string{"--url", strings.Replace(tlsEnv.url(), "127.0.0.1", "localhost", 1), "--ca-file", tlsEnv.caFile}, "not valid for \"localhost\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--token-file", tlsEnv.tokenFile, "--public-key", tlsEnv.keyB64}, tc.args...)
+			code, out, _ := runProbe(t, args...)
+			if code != ExitTLS {
+				t.Fatalf("exit %d:\n%s", code, out)
+			}
+			assertContains(t, out, "FAIL tls", tc.want)
+		})
+	}
+}
+
+func TestProbeInsecureSkipVerifyWarns(t *testing.T) {
+	env := newTestEnv(t, true)
+	code, out, _ := runProbe(t, "--url", env.url(), "--token-file", env.tokenFile, "--public-key", env.keyB64, "--insecure-skip-verify")
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	assertContains(t, out, "warning: the certificate was not verified")
+}
+
+func TestProbeOtherHTTPAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	env := newTestEnv(t, false)
+	code, out, _ := runProbe(t, "--url", "ws"+strings.TrimPrefix(srv.URL, "http")+"/wrong", "--token-file", env.tokenFile, "--public-key", env.keyB64)
+	if code != ExitRejected {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	assertContains(t, out, "404 Not Found", "fix: no relay endpoint at this path")
+}
+
+func TestProbeUsage(t *testing.T) {
+	env := newTestEnv(t, false)
+	empty := writeFile(t, "empty", " \n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no url", []string{"--public-key", env.keyB64}, "--url is required"},
+		{"bad scheme", []string{"--url", "https://x/relay", "--public-key", env.keyB64}, "--url: scheme"},
+		{"credentials in url", []string{"--url", "wss://u:" + testToken + "@x/relay", "--public-key", env.keyB64}, "--url: credentials"},
+		{"no key", []string{"--url", env.url()}, "exactly one of --public-key and --private-key-file"},
+		{"both keys", []string{"--url", env.url(), "--public-key", env.keyB64, "--private-key-file", "k"}, "exactly one of"},
+		{"bad key", []string{"--url", env.url(), "--public-key", "AAAA"}, "--public-key"},
+		{"missing key file", []string{"--url", env.url(), "--private-key-file", "/nonexistent/key", "--token-file", env.tokenFile}, "--private-key-file"},
+		{"bad output", []string{"--url", env.url(), "--public-key", env.keyB64, "--output", "yaml"}, "--output"},
+		{"bad count", []string{"--url", env.url(), "--public-key", env.keyB64, "--count", "-1"}, "--count"},
+		{"missing token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", "/nonexistent/token"}, "--token-file"},
+		{"empty token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", empty}, "--token-file"},
+		{"missing ca file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", env.tokenFile, "--ca-file", "/nonexistent/ca"}, "--ca-file"},
+		{"unknown flag", []string{"--nope"}, "nope"},
+		{"stray argument", []string{"--url", env.url(), "--public-key", env.keyB64, "extra"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb strings.Builder
+			err := Command(context.Background(), tc.args, &out, &errb)
+			if ExitCode(err) != ExitUsage {
+				t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitUsage)
+			}
+			if msg := err.Error() + errb.String(); !strings.Contains(msg, tc.want) || strings.Contains(msg, testToken) {
+				t.Errorf("error %q lacks %q or holds the token", msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	if ExitCode(nil) != ExitOK || ExitCode(errors.New("x")) != ExitInternal ||
+		ExitCode(fmt.Errorf("w: %w", &ExitError{Code: ExitTLS, Err: errors.New("t")})) != ExitTLS {
+		t.Fatal("ExitCode mapping broken")
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	o := Options{URL: "wss://relay.example.com/relay?token=" + testToken, PublicKey: "AQIDBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
+	c, err := o.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := redactURL(c.url); strings.Contains(got, testToken) || got != "wss://relay.example.com/relay?<redacted>" {
+		t.Fatalf("redactURL = %q", got)
+	}
+}
+
+func FuzzSanitizeReason(f *testing.F) {
+	for _, s := range []string{"register_key_mismatch", "draining: bye", "\x00\xff\n", strings.Repeat("a", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s := sanitize(in, 123)
+		if len(s) > 123 {
+			t.Fatalf("sanitize kept %d bytes", len(s))
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] >= 0x7f {
+				t.Fatalf("unprintable byte %#x kept", s[i])
+			}
+		}
+		if p := reasonPrefix(s); !strings.HasPrefix(s, p) {
+			t.Fatalf("reasonPrefix(%q) = %q is not a prefix", s, p)
+		}
+	})
+}

@@ -1,0 +1,121 @@
+package probe
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// fixes maps every stable deny and close reason of internal/contract to a
+// one-line fix an operator can act on. A test fails when contract gains a
+// reason that is missing here.
+var fixes = map[contract.Reason]string{
+	// 400 / 405: the request itself.
+	contract.ReasonNotWebSocket:          "the request reached the gateway without a WebSocket upgrade: the proxy in front must pass Upgrade/Connection headers (nginx: proxy_http_version 1.1 and explicit Upgrade/Connection)",
+	contract.ReasonRequestBody:           "the upgrade request carried a body: send a plain GET upgrade (a proxy or client adds a body)",
+	contract.ReasonTokenInURL:            "a token was put in the URL: remove it from the query string and send it only as Authorization: Bearer",
+	contract.ReasonAuthorizationRepeated: "the request carried more than one Authorization header: check that no proxy adds its own",
+	contract.ReasonSubprotocol:           "the client did not offer subprotocol wirekube.relay.v1: upgrade the agent or fix the proxy that strips Sec-WebSocket-Protocol",
+	contract.ReasonMethodNotAllowed:      "the relay endpoint accepts only GET upgrades",
+
+	// 401: no usable credential.
+	contract.ReasonTokenMissing:     "no Authorization: Bearer token was sent: check --token-file (the agent reads /var/run/secrets/wirekube-relay/token) and that no proxy strips the header",
+	contract.ReasonTokenMalformed:   "the Authorization header is not 'Bearer <token>': check the token file holds exactly one token",
+	contract.ReasonTokenInvalid:     "the token was rejected by TokenReview (expired, revoked, or from another cluster): issue a fresh one (wirekube-relay-token issue --peer NAME) or check the projected token mount",
+	contract.ReasonAudienceMismatch: "the token's audience is not wirekube-relay: issue it with --audience=wirekube-relay",
+
+	// 403: a valid token, but not for this.
+	contract.ReasonPathNotAllowed:            "the token is not allowed on this path: connect to /relay",
+	contract.ReasonOriginNotAllowed:          "the Origin header is not allowed: agents send no Origin; add the origin to the gateway's allowed origins only for browser use",
+	contract.ReasonTokenNotBound:             "the token is not bound to a Pod or Node and its ServiceAccount is not a dedicated peer account: use the projected token of the agent Pod or wirekube-relay-token issue --peer NAME",
+	contract.ReasonIdentityNotAllowed:        "the token's ServiceAccount or namespace is not allowlisted by the gateway: use the agent's ServiceAccount or add it to ext_authz's allowlist",
+	contract.ReasonPodNotFound:               "the Pod the token is bound to no longer exists: restart the agent so kubelet mounts a token of the new Pod",
+	contract.ReasonPodUIDMismatch:            "the token belongs to an older Pod of the same name: restart the agent so it reads the fresh projected token",
+	contract.ReasonPodServiceAccountMismatch: "the bound Pod runs under another ServiceAccount than the token's: use the Pod's own projected token",
+	contract.ReasonPodNotScheduled:           "the bound Pod has no node yet: wait until it is scheduled and retry",
+	contract.ReasonNodeMismatch:              "the token's node does not match the bound Pod's node: use the token of the agent on this node",
+	contract.ReasonServiceAccountNotFound:    "the token's ServiceAccount was deleted (revoked): issue a new token with wirekube-relay-token issue --peer NAME",
+	contract.ReasonPeerNotFound:              "no WireKubePeer exists for this identity (its node name or dedicated peer): create the WireKubePeer or check the node name",
+	contract.ReasonPeerKeyInvalid:            "the WireKubePeer's spec.publicKey is not a 32-byte base64 key: fix the peer object (kubectl get wkpeer NAME -o yaml)",
+	contract.ReasonIdentityHeaderInvalid:     "the bridge got missing or malformed X-WireKube-* identity headers: fix the proxy config so the ext_authz answer's headers reach the bridge",
+
+	// 503: fail closed, retryable.
+	contract.ReasonReviewUnavailable: "the gateway could not reach the Kubernetes API for TokenReview: retry; check ext_authz's API access and logs",
+	contract.ReasonReviewThrottled:   "TokenReview is throttled: retry later; raise ext_authz's API rate limit if it persists",
+	contract.ReasonRelayUnavailable:  "the bridge cannot reach the raw relay: check the relay Service and the bridge's /readyz",
+	contract.ReasonAtCapacity:        "the gateway is at its connection limit: retry later or scale the gateway",
+	contract.ReasonDraining:          "the gateway replica is shutting down: retry, another replica will take the connection",
+
+	// WebSocket close reasons after the upgrade.
+	contract.CloseRegisterTimeout:     "Register was not sent in time after the upgrade: check the client sends Register first and that nothing delays it",
+	contract.CloseRegisterMissing:     "the first frame was not Register: the client must send Register before anything else",
+	contract.CloseRegisterMalformed:   "the Register body is not a 32-byte key: check --public-key / --private-key-file",
+	contract.CloseRegisterKeyMismatch: "the registered key is not this peer's WireKubePeer spec.publicKey: register the peer's own key (compare with kubectl get wkpeer NAME -o jsonpath='{.spec.publicKey}')",
+	contract.CloseRegisterRepeated:    "a second Register was sent on the session: reconnect to change keys",
+	contract.CloseFrameForbidden:      "a control or relay-to-relay frame type was sent: agents may not send 0x10-0x13 or 0x21-0x23 through the gateway",
+	contract.CloseFrameMalformed:      "a frame with length 0 was sent: the client's framing is broken",
+	contract.CloseFrameTooLarge:       "a frame over 65,536 bytes was sent: the client's framing is broken",
+	contract.CloseTextMessage:         "a text WebSocket message was sent: relay frames must be binary messages",
+	contract.CloseRelayLost:           "the bridge lost the raw relay: check the relay Pod and the bridge's /readyz, then retry",
+	contract.ClosePingTimeout:         "the gateway saw no pong in time: check for an idle timeout or a stalled network between client and gateway",
+}
+
+// FixFor returns the one-line fix of a reason code and whether it is known.
+func FixFor(r contract.Reason) (string, bool) {
+	f, ok := fixes[r]
+	return f, ok
+}
+
+// fixForStatus is the fallback when an answer carries no known reason.
+func fixForStatus(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "the gateway did not accept the token: check it is current and has audience wirekube-relay"
+	case http.StatusForbidden:
+		return "the gateway refused this identity: check ext_authz's logs for the reason"
+	case http.StatusServiceUnavailable:
+		return "the gateway is temporarily unavailable: retry"
+	case http.StatusNotFound:
+		return "no relay endpoint at this path: the gateway serves " + contract.DefaultRelayPath
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return "the proxy could not reach ext_authz or the bridge: check those services and the proxy's upstream config"
+	case http.StatusInternalServerError:
+		return "the proxy answered 500: with nginx auth_request, map the auth service's status back (SPEC 4b)"
+	default:
+		return "the endpoint did not upgrade to WebSocket: check --url points at the relay gateway"
+	}
+}
+
+// fixForCloseCode is the fallback for a close without a known reason text.
+func fixForCloseCode(code int) string {
+	switch code {
+	case 1001:
+		return fixes[contract.CloseDraining]
+	case 1006:
+		return "the connection dropped without a close frame: check proxies' idle timeouts and the gateway's logs"
+	case 1009:
+		return fixes[contract.CloseFrameTooLarge]
+	case 1011:
+		return fixes[contract.CloseRelayLost]
+	default:
+		return "the gateway closed the session: check the bridge's logs for the reason"
+	}
+}
+
+// sanitize makes text from the network safe to print: printable ASCII only,
+// at most max bytes.
+func sanitize(s string, max int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= max {
+			break
+		}
+		if r >= 0x20 && r < 0x7f {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}

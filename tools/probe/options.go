@@ -1,0 +1,231 @@
+// Package probe is wirekube-relay-probe: it connects to the WireKube relay
+// gateway the way an agent does and reports every stage (DNS, TCP, TLS, HTTP
+// upgrade, Register, echo through the relay) with its time, the deny or close
+// reason, a one-line fix, and a distinct exit code per failure class.
+//
+// The token is read from a file and is never printed, logged or put in the
+// report; keys are shown only as fingerprints.
+package probe
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/curve25519"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// Defaults of the flags.
+const (
+	DefaultTimeout = 10 * time.Second
+	DefaultCount   = 3
+	// MaxCount bounds --count so a typo cannot flood a relay.
+	MaxCount = 10000
+)
+
+// Options are the probe's flags. Validate checks them without touching the
+// file system; Complete reads the files and returns the parsed config.
+type Options struct {
+	// URL is the relay endpoint, ws:// or wss://. Required.
+	URL string
+	// TokenFile holds the bearer token (whitespace trimmed). Empty means send
+	// no Authorization header (expect 401 token_missing). Default
+	// contract.AgentTokenPath.
+	TokenFile string
+	// PublicKey is the base64 WireGuard public key to register. Exactly one of
+	// PublicKey and PrivateKeyFile is required.
+	PublicKey string
+	// PrivateKeyFile holds a base64 WireGuard private key; the public key is
+	// derived from it (X25519 with the base point) and the private key is
+	// never sent or printed.
+	PrivateKeyFile string
+	// CAFile replaces the system roots with the PEM certificates in it.
+	CAFile string
+	// InsecureSkipVerify disables certificate verification. Dangerous: the
+	// token is then sent to whoever answers.
+	InsecureSkipVerify bool
+	// Timeout bounds the connection (DNS to upgrade) and each echo round
+	// trip. Zero means DefaultTimeout (10 s).
+	Timeout time.Duration
+	// Count is the number of echo round trips. Zero means DefaultCount (3).
+	Count int
+	// Output is "text" (default) or "json".
+	Output string
+
+	// lookupHost replaces DNS resolution in tests. Nil: net.DefaultResolver.
+	lookupHost func(ctx context.Context, host string) ([]string, error)
+}
+
+// config is Options after Complete: every file read, every default set.
+type config struct {
+	url        *url.URL
+	token      string // never printed
+	key        relayproto.Key
+	tls        *tls.Config
+	timeout    time.Duration
+	count      int
+	json       bool
+	lookupHost func(ctx context.Context, host string) ([]string, error)
+}
+
+// Validate checks the flags; every error names its flag.
+func (o Options) Validate() error {
+	if o.URL == "" {
+		return usageErrorf("--url is required (e.g. wss://relay.example.com%s)", contract.DefaultRelayPath)
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return usageErrorf("--url: cannot parse it: %v", redactURLError(err))
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return usageErrorf("--url: scheme must be ws or wss, got %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return usageErrorf("--url: no host")
+	}
+	if u.User != nil {
+		return usageErrorf("--url: credentials in the URL are refused (they leak into logs); use --token-file")
+	}
+	if (o.PublicKey == "") == (o.PrivateKeyFile == "") {
+		return usageErrorf("exactly one of --public-key and --private-key-file is required")
+	}
+	if o.PublicKey != "" {
+		if _, err := relayproto.ParseKey(o.PublicKey); err != nil {
+			return usageErrorf("--public-key: want 32 bytes in standard base64: %v", err)
+		}
+	}
+	if o.CAFile != "" && o.InsecureSkipVerify {
+		return usageErrorf("--ca-file and --insecure-skip-verify exclude each other")
+	}
+	if o.Timeout < 0 {
+		return usageErrorf("--timeout: must not be negative, got %s", o.Timeout)
+	}
+	if o.Count < 0 || o.Count > MaxCount {
+		return usageErrorf("--count: want 1..%d, got %d", MaxCount, o.Count)
+	}
+	if o.Output != "" && o.Output != "text" && o.Output != "json" {
+		return usageErrorf("--output: want text or json, got %q", o.Output)
+	}
+	return nil
+}
+
+// redactURLError drops the URL text from a parse error: it may hold a token.
+func redactURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// Complete validates o, reads the token, key and CA files, and fills in the
+// defaults.
+func (o Options) Complete() (config, error) {
+	if err := o.Validate(); err != nil {
+		return config{}, err
+	}
+	u, _ := url.Parse(o.URL)
+	c := config{url: u, timeout: o.Timeout, count: o.Count, json: o.Output == "json", lookupHost: o.lookupHost}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.count == 0 {
+		c.count = DefaultCount
+	}
+	if c.lookupHost == nil {
+		c.lookupHost = net.DefaultResolver.LookupHost
+	}
+	var err error
+	if c.token, err = readToken(o.TokenFile); err != nil {
+		return config{}, err
+	}
+	if c.key, err = o.publicKey(); err != nil {
+		return config{}, err
+	}
+	if c.tls, err = o.tlsConfig(u.Hostname()); err != nil {
+		return config{}, err
+	}
+	return c, nil
+}
+
+// readToken reads and trims the token the way the agent does. An empty path
+// means no token.
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageErrorf("--token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", usageErrorf("--token-file: %s is empty", path)
+	}
+	if strings.ContainsAny(tok, " \t\r\n") {
+		return "", usageErrorf("--token-file: %s holds more than one word (want one bearer token)", path)
+	}
+	return tok, nil
+}
+
+func (o Options) publicKey() (relayproto.Key, error) {
+	if o.PublicKey != "" {
+		return relayproto.ParseKey(o.PublicKey) // checked by Validate
+	}
+	b, err := os.ReadFile(o.PrivateKeyFile)
+	if err != nil {
+		return relayproto.Key{}, usageErrorf("--private-key-file: %w", err)
+	}
+	k, err := PublicFromPrivate(string(bytes.TrimSpace(b)))
+	if err != nil {
+		return relayproto.Key{}, usageErrorf("--private-key-file: %w", err)
+	}
+	return k, nil
+}
+
+// PublicFromPrivate derives a WireGuard public key from a base64 private
+// key, as `wg pubkey` does (X25519 clamps the scalar).
+func PublicFromPrivate(privB64 string) (relayproto.Key, error) {
+	priv, err := base64.StdEncoding.DecodeString(privB64)
+	if err != nil || len(priv) != curve25519.ScalarSize {
+		return relayproto.Key{}, fmt.Errorf("want a 32-byte private key in standard base64")
+	}
+	pub, err := curve25519.X25519(priv, curve25519.Basepoint)
+	if err != nil {
+		return relayproto.Key{}, fmt.Errorf("derive public key: %w", err)
+	}
+	return relayproto.KeyFromBytes(pub)
+}
+
+func (o Options) tlsConfig(host string) (*tls.Config, error) {
+	cfg := &tls.Config{
+		ServerName:         host,
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: o.InsecureSkipVerify, // #nosec: explicit operator flag
+		// WebSocket upgrades need HTTP/1.1; offer nothing else.
+		NextProtos: []string{"http/1.1"},
+	}
+	if o.CAFile == "" {
+		return cfg, nil // system roots (SSL_CERT_FILE honoured), as the agent
+	}
+	pem, err := os.ReadFile(o.CAFile)
+	if err != nil {
+		return nil, usageErrorf("--ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, usageErrorf("--ca-file: %s holds no PEM certificate", o.CAFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
