@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// handleRelay admits a request on the relay path, dials the relay, upgrades
+// and serves the session. Every check that can fail runs before the upgrade
+// so a deny is an HTTP status with X-WireKube-Deny-Reason.
+func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
+	id, reason, err := s.admit(r)
+	if reason != "" {
+		s.deny(w, r, reason, err)
+		return
+	}
+	if reason := s.acquire(); reason != "" {
+		s.deny(w, r, reason, nil)
+		return
+	}
+	defer s.releaseSlot()
+	relay, err := s.dialRelay(r.Context())
+	if err != nil {
+		s.deny(w, r, contract.ReasonRelayUnavailable, err)
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// The upgrader has answered through upgradeError.
+		_ = relay.Close()
+		return
+	}
+	s.serveSession(ws, relay, id, r.RemoteAddr)
+}
+
+// admit runs the checks that need no relay: method, body, upgrade headers,
+// identity, origin, subprotocol. Any failure is a deny: fail closed.
+func (s *Server) admit(r *http.Request) (Identity, contract.Reason, error) {
+	switch {
+	case r.Method != http.MethodGet:
+		return Identity{}, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
+	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
+		return Identity{}, contract.ReasonRequestBody, errors.New("request has a body")
+	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
+		r.Header.Get("Sec-WebSocket-Key") == "":
+		return Identity{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+	}
+	id, err := parseIdentity(r.Header)
+	if err != nil {
+		return Identity{}, contract.ReasonIdentityHeaderInvalid, err
+	}
+	if !s.originAllowed(r) {
+		return Identity{}, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
+	}
+	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) {
+		return Identity{}, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
+	}
+	return id, "", nil
+}
+
+// originAllowed accepts a request without Origin (the agent sends none) or
+// one whose every Origin value is listed in --allowed-origins.
+func (s *Server) originAllowed(r *http.Request) bool {
+	for _, o := range r.Header.Values("Origin") {
+		if !s.cfg.origins[o] {
+			return false
+		}
+	}
+	return true
+}
+
+// deny answers a refused request and counts it. Identity header failures
+// are logged at error level: they mean the proxy is misconfigured. The log
+// line carries no header values (no token, no key).
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason contract.Reason, err error) {
+	s.metrics.rejects.WithLabelValues(string(reason)).Inc()
+	level := slog.LevelInfo
+	if reason == contract.ReasonIdentityHeaderInvalid {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("remote", r.RemoteAddr),
+		slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	s.log.LogAttrs(r.Context(), level, "request denied", attrs...)
+	writeDeny(w, reason)
+}
+
+func writeDeny(w http.ResponseWriter, reason contract.Reason) {
+	h := w.Header()
+	h.Set(contract.HeaderDenyReason, string(reason))
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	if reason == contract.ReasonMethodNotAllowed {
+		h.Set("Allow", http.MethodGet)
+	}
+	w.WriteHeader(reason.HTTPStatus())
+	_, _ = fmt.Fprintln(w, reason)
+}
+
+// upgradeError is the upgrader's error answer. admit has already checked
+// what the upgrader checks, so this is a fallback; it still carries a reason.
+func (s *Server) upgradeError(w http.ResponseWriter, r *http.Request, status int, err error) {
+	reason := contract.ReasonNotWebSocket
+	if status == http.StatusForbidden {
+		reason = contract.ReasonOriginNotAllowed
+	}
+	s.deny(w, r, reason, err)
+}
+
+// dialRelay opens the session's relay connection before the upgrade.
+func (s *Server) dialRelay(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.WriteTimeout, 5*time.Second))
+	defer cancel()
+	start := time.Now()
+	c, err := s.cfg.dial(ctx, "tcp", s.cfg.RelayAddr)
+	s.metrics.observeDial(time.Since(start), err)
+	if err != nil {
+		return nil, fmt.Errorf("dial relay: %w", err)
+	}
+	s.ready.markOK()
+	return c, nil
+}

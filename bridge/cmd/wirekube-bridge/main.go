@@ -1,0 +1,61 @@
+// Command wirekube-bridge bridges authenticated WebSocket sessions from the
+// proxy (Envoy or nginx with ext_authz) to the raw WireKube TCP relay.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/wirekube/relay-ws/bridge"
+	"github.com/wirekube/relay-ws/internal/logging"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "wirekube-bridge:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, builds the bridge and serves until ctx is done (SIGTERM),
+// then drains. Logs go to stderr.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	opts := bridge.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	logger, err := logging.New(stderr, opts.LogFormat, "log-format")
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := bridge.New(opts, logger, reg)
+	if err != nil {
+		return err
+	}
+	return srv.ListenAndRun(ctx)
+}

@@ -1,0 +1,20 @@
+// Package bridge is the WebSocket-to-relay bridge of the WireKube WSS gateway.
+//
+// A proxy in front of it (Envoy or nginx) terminates TLS and asks ext_authz
+// whether the upgrade may proceed; on allow, the proxy forwards the upgrade
+// with the identity headers of SPEC section 5. The bridge checks the request
+// (method, body, origin, subprotocol, identity headers), dials the raw TCP
+// relay, upgrades, verifies that the first relay frame registers exactly the
+// public key the proxy vouched for, and then copies relay frames both ways:
+//
+//	client (binary WebSocket messages, a byte stream) -> frame filter -> relay (TCP)
+//	relay (TCP) -> whole frames, coalesced when already buffered -> client
+//
+// Every deny that can be decided before the upgrade is an HTTP status with
+// an X-WireKube-Deny-Reason header, never an upgrade followed by a close:
+// the WireKube agent would log a false "connected" and loop.
+//
+// Per session the bridge runs two goroutines (one reading each side) and one
+// timer for pings; buffers are taken from pools only while bytes are in
+// flight, so an idle session holds a few KiB.
+package bridge

@@ -1,0 +1,75 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// ErrIdentityHeader is returned when an identity header set by the proxy is
+// missing, repeated or malformed: the proxy is misconfigured.
+var ErrIdentityHeader = errors.New("bridge: identity header invalid")
+
+// Identity is what the proxy vouched for, from the ext_authz answer.
+type Identity struct {
+	Peer         string         // WireKubePeer name
+	Key          relayproto.Key // the only key this session may register
+	Subject      string         // authenticated ServiceAccount username
+	TokenExpires time.Time
+}
+
+// maxHeaderValue bounds each identity value; real ones are far shorter.
+const maxHeaderValue = 512
+
+// parseIdentity reads exactly the SPEC section 5 headers. Each must appear
+// exactly once (a repeated header could be a client copy the proxy failed
+// to strip) and be well formed. Any failure is a deny: fail closed.
+func parseIdentity(h http.Header) (Identity, error) {
+	var id Identity
+	var key, expires string
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{
+		{contract.HeaderPeer, &id.Peer}, {contract.HeaderPublicKey, &key},
+		{contract.HeaderIdentity, &id.Subject}, {contract.HeaderTokenExpires, &expires},
+	} {
+		v := h.Values(f.name)
+		switch {
+		case len(v) == 0:
+			return Identity{}, fmt.Errorf("%w: %s missing", ErrIdentityHeader, f.name)
+		case len(v) > 1:
+			return Identity{}, fmt.Errorf("%w: %s repeated", ErrIdentityHeader, f.name)
+		case !printable(v[0]):
+			return Identity{}, fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, f.name)
+		}
+		*f.dst = v[0]
+	}
+	var err error
+	if id.Key, err = relayproto.ParseKey(key); err != nil {
+		return Identity{}, fmt.Errorf("%w: %s: not 32 bytes of base64", ErrIdentityHeader, contract.HeaderPublicKey)
+	}
+	if id.TokenExpires, err = time.Parse(time.RFC3339, expires); err != nil {
+		return Identity{}, fmt.Errorf("%w: %s: not RFC 3339", ErrIdentityHeader, contract.HeaderTokenExpires)
+	}
+	return id, nil
+}
+
+// printable reports a non-empty, bounded value of printable characters
+// without spaces (names, usernames and timestamps have none).
+func printable(s string) bool {
+	if s == "" || len(s) > maxHeaderValue {
+		return false
+	}
+	for _, r := range s {
+		if r == unicode.ReplacementChar || !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,150 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/netutil"
+)
+
+// ListenAndRun opens Options.Listen and Options.MetricsListen (unless
+// empty) and calls Run.
+func (s *Server) ListenAndRun(ctx context.Context) error {
+	ln, err := netutil.Listen(s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	var adminLn net.Listener
+	if s.cfg.MetricsListen != "" {
+		if adminLn, err = netutil.Listen(s.cfg.MetricsListen); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
+	return s.Run(ctx, ln, adminLn)
+}
+
+// Run serves Handler on ln and AdminHandler on adminLn (nil: none) until
+// ctx is done, then drains (see Drain) and returns. It closes both
+// listeners. The error is nil after a drain, or the first serve failure.
+func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
+	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ln}
+	if adminLn != nil {
+		servers = append(servers, &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, adminLn)
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),
+		slog.String("relay", s.cfg.RelayAddr), slog.String("path", s.cfg.Path))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc: // a listener failed: drain and report it
+	}
+	s.Drain()
+	// The listeners stayed open during the drain to answer 503 draining and
+	// a failing /readyz; now close them. Hijacked conns are ours, not theirs.
+	for _, srv := range servers {
+		_ = srv.Close()
+	}
+	for range len(servers) - boolInt(serveErr != nil) {
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
+			serveErr = err
+		}
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("bridge: serve: %w", serveErr)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Drain makes /readyz fail and new upgrades get 503 draining at once, then
+// closes open sessions with 1001, spread over the first half of
+// DrainTimeout so clients do not all reconnect at the same instant, and
+// returns when the last session is gone or DrainTimeout has passed (then
+// the remaining connections are cut). Calling it again waits again.
+func (s *Server) Drain() {
+	deadline := time.NewTimer(s.cfg.DrainTimeout)
+	defer deadline.Stop()
+	s.mu.Lock()
+	s.draining = true
+	open := make([]*session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		open = append(open, sess)
+	}
+	idle := s.idleLocked()
+	s.mu.Unlock()
+	s.log.Info("draining", slog.Int("sessions", len(open)), slog.Duration("timeout", s.cfg.DrainTimeout))
+
+	var step time.Duration
+	if len(open) > 1 {
+		step = s.cfg.DrainTimeout / 2 / time.Duration(len(open)-1)
+	}
+	tick := time.NewTicker(max(step, time.Nanosecond))
+	defer tick.Stop()
+	for i, sess := range open {
+		if i > 0 {
+			select {
+			case <-tick.C:
+			case <-idle:
+			case <-deadline.C:
+				s.cut()
+				return
+			}
+		}
+		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
+	}
+	select {
+	case <-idle:
+	case <-deadline.C:
+		s.cut()
+	}
+}
+
+// idleLocked returns a channel closed when no request is admitted.
+func (s *Server) idleLocked() <-chan struct{} {
+	if s.slots == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
+}
+
+// cut closes every remaining session's connections after the drain timeout
+// and waits for their handlers, which return promptly once both are closed.
+func (s *Server) cut() {
+	s.mu.Lock()
+	idle := s.idleLocked()
+	for sess := range s.sessions {
+		_ = sess.ws.Close()
+		_ = sess.relay.Close()
+		sess.end(closeWith(0, contract.CloseDraining, errors.New("drain timeout")))
+	}
+	s.mu.Unlock()
+	s.log.Warn("drain timeout: cut the remaining sessions")
+	<-idle
+}

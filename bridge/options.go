@@ -1,0 +1,161 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// Options are the bridge settings, filled by flags (BindFlags) or by an
+// embedding program. DefaultOptions returns the documented defaults; New
+// validates and completes them.
+type Options struct {
+	// Listen is the main listener (host:port or unix:/path). It serves
+	// Path, /healthz and /readyz. Default 127.0.0.1:8081.
+	Listen string
+	// MetricsListen serves /healthz, /readyz and /metrics. Empty disables
+	// it. Default :9102.
+	MetricsListen string
+	// RelayAddr is the raw TCP relay (host:port). Default 127.0.0.1:3478.
+	RelayAddr string
+	// Path is the WebSocket endpoint. Default /relay.
+	Path string
+	// RegisterTimeout bounds the time from the upgrade to a verified
+	// Register frame. Default 10s.
+	RegisterTimeout time.Duration
+	// AllowedOrigins lists the Origin header values accepted. Empty (the
+	// default) refuses every request carrying an Origin header: the agent
+	// never sends one, a browser always does.
+	AllowedOrigins []string
+	// PingInterval is the WebSocket ping period; a client silent for three
+	// intervals is closed. Default 20s.
+	PingInterval time.Duration
+	// WriteTimeout bounds every write to the client and to the relay, so a
+	// stuck peer closes only its own session. Default 10s.
+	WriteTimeout time.Duration
+	// MaxSessions caps concurrent sessions; beyond it upgrades get 503
+	// at_capacity. Default 20000.
+	MaxSessions int
+	// DrainTimeout bounds the drain on shutdown; sessions are closed with
+	// 1001 spread over it. Default 30s.
+	DrainTimeout time.Duration
+	// LogFormat is json or text. Default json.
+	LogFormat string
+
+	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
+	// embedders may replace it.
+	DialRelay func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		Listen:          "127.0.0.1:8081",
+		MetricsListen:   ":9102",
+		RelayAddr:       "127.0.0.1:3478",
+		Path:            contract.DefaultRelayPath,
+		RegisterTimeout: 10 * time.Second,
+		PingInterval:    20 * time.Second,
+		WriteTimeout:    10 * time.Second,
+		MaxSessions:     20000,
+		DrainTimeout:    30 * time.Second,
+		LogFormat:       "json",
+	}
+}
+
+// BindFlags registers one flag per field on fs, with o's current values as
+// defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Listen, "listen", o.Listen, "main listener, host:port or unix:/path (serves the relay path, /healthz, /readyz)")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "listener for /healthz, /readyz and /metrics; empty disables it")
+	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port")
+	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
+	fs.DurationVar(&o.RegisterTimeout, "register-timeout", o.RegisterTimeout, "time allowed from the upgrade to a verified Register frame")
+	fs.Func("allowed-origins", "comma-separated Origin values accepted (default empty: any Origin header is refused)", func(s string) error {
+		o.AllowedOrigins = splitList(s)
+		return nil
+	})
+	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for three periods is closed")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
+	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Validate reports the first invalid setting, naming its flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Listen == "" {
+		errs = append(errs, errors.New("--listen: must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(o.RelayAddr); err != nil {
+		errs = append(errs, fmt.Errorf("--relay-addr: want host:port: %w", err))
+	}
+	if !strings.HasPrefix(o.Path, "/") || o.Path == "/healthz" || o.Path == "/readyz" || o.Path == "/metrics" {
+		errs = append(errs, fmt.Errorf("--path: want an absolute path other than /healthz, /readyz, /metrics, got %q", o.Path))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"register-timeout", o.RegisterTimeout}, {"ping-interval", o.PingInterval},
+		{"write-timeout", o.WriteTimeout}, {"drain-timeout", o.DrainTimeout},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s: must be positive, got %s", d.flag, d.v))
+		}
+	}
+	if o.MaxSessions < 1 {
+		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))
+	}
+	for _, origin := range o.AllowedOrigins {
+		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
+		}
+	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format: want json or text, got %q", o.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// config is the validated, completed form of Options.
+type config struct {
+	Options
+	origins map[string]bool
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// complete validates o and fills in the derived fields.
+func (o Options) complete() (*config, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	c := &config{Options: o, origins: make(map[string]bool, len(o.AllowedOrigins))}
+	for _, origin := range o.AllowedOrigins {
+		c.origins[origin] = true
+	}
+	c.dial = o.DialRelay
+	if c.dial == nil {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+		c.dial = d.DialContext
+	}
+	return c, nil
+}

@@ -1,0 +1,202 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// Server is the bridge. Create it with New, serve it with Run (or mount
+// Handler and AdminHandler yourself and call Drain). Safe for concurrent use.
+type Server struct {
+	cfg        *config
+	log        *slog.Logger
+	metrics    *metrics
+	gatherer   prometheus.Gatherer
+	upgrader   websocket.Upgrader
+	bufs       *bufPool
+	ready      *readiness
+	closeGrace time.Duration // time a client gets to answer our close frame
+
+	mu       sync.Mutex
+	draining bool
+	slots    int // admitted requests: dialing, upgrading or in a session
+	sessions map[*session]struct{}
+	idle     chan struct{} // closed when slots reaches 0 during a drain
+}
+
+// New validates o and builds a Server. Metrics are registered on reg (also
+// served on /metrics of AdminHandler); a nil logger discards.
+func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	cfg, err := o.complete()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(),
+		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
+	}
+	s.upgrader = websocket.Upgrader{
+		HandshakeTimeout: cfg.WriteTimeout,
+		// A small read buffer per session (idle sessions hold it); large
+		// payloads bypass it. Write buffers come from a shared pool and are
+		// held only while a message is written.
+		ReadBufferSize:  readBufferSize,
+		WriteBufferSize: 16 << 10,
+		WriteBufferPool: &sync.Pool{},
+		Subprotocols:    []string{contract.Subprotocol},
+		CheckOrigin:     s.originAllowed,
+		Error:           s.upgradeError,
+	}
+	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second}
+	return s, nil
+}
+
+// readBufferSize is gorilla's per-connection read buffer.
+const readBufferSize = 1024
+
+// Handler serves the relay path, /healthz and /readyz (the main listener).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(s.cfg.Path, s.handleRelay)
+	mux.HandleFunc("/healthz", s.handleHealthz)
+	mux.HandleFunc("/readyz", s.handleReadyz)
+	return mux
+}
+
+// AdminHandler serves /healthz, /readyz and /metrics (the metrics listener).
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", s.handleHealthz)
+	mux.HandleFunc("/readyz", s.handleReadyz)
+	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.isDraining() {
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.ready.check(r.Context()); err != nil {
+		http.Error(w, "relay unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) probeRelay(ctx context.Context) error {
+	start := time.Now()
+	c, err := s.cfg.dial(ctx, "tcp", s.cfg.RelayAddr)
+	s.metrics.observeDial(time.Since(start), err)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// acquire admits one more request into the session count, or says why not.
+func (s *Server) acquire() contract.Reason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining:
+		return contract.ReasonDraining
+	case s.slots >= s.cfg.MaxSessions:
+		return contract.ReasonAtCapacity
+	}
+	s.slots++
+	return ""
+}
+
+func (s *Server) releaseSlot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slots--
+	if s.slots == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// serveSession runs an upgraded session to its end in the handler's
+// goroutine, then logs and counts it.
+func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id Identity, remote string) {
+	sess := newSession(s, ws, relay, id, remote)
+
+	s.mu.Lock()
+	s.sessions[sess] = struct{}{}
+	draining := s.draining
+	s.mu.Unlock()
+	s.metrics.sessionsActive.Inc()
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
+		append(sess.logAttrs(), slog.String("subprotocol", ws.Subprotocol()))...)
+	if draining { // admitted just before the drain began
+		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
+	}
+
+	ce := sess.run()
+
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+	s.metrics.sessionsActive.Dec()
+	s.logEnd(sess, ce)
+}
+
+func (s *Server) logEnd(sess *session, ce *closeError) {
+	d := time.Since(sess.start)
+	s.metrics.sessions.WithLabelValues(string(ce.reason)).Inc()
+	s.metrics.sessionDuration.Observe(d.Seconds())
+	attrs := append(sess.logAttrs(),
+		slog.Duration("duration", d),
+		slog.Int64("bytes_to_relay", sess.bytesToRelay),
+		slog.Int64("bytes_to_client", sess.bytesToClient),
+		slog.Int("close_code", ce.code),
+		slog.String("close_reason", string(ce.reason)))
+	level := slog.LevelInfo
+	if ce.err != nil {
+		attrs = append(attrs, slog.String("error", ce.err.Error()))
+	}
+	if ce.code == websocket.ClosePolicyViolation || ce.code == websocket.CloseMessageTooBig {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(context.Background(), level, "session ended", attrs...)
+}
+
+// countToRelay counts one client frame, forwarded or dropped.
+func (sess *session) countToRelay(t relayproto.FrameType, size int, forwarded bool) {
+	m := sess.srv.metrics
+	m.toRelay[t].add(size)
+	if !forwarded {
+		m.droppedUnknown.Inc()
+	}
+}

@@ -1,0 +1,189 @@
+package bridge
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// session is one upgraded client and its relay connection. The handler
+// goroutine that created it runs clientToRelay and owns the relay reader
+// goroutine; timers (pings, the register deadline) run their callbacks only
+// through enter/leave, so none outlives the session.
+type session struct {
+	srv    *Server
+	ws     *websocket.Conn
+	relay  net.Conn
+	id     Identity
+	remote string
+	start  time.Time
+
+	filter frameFilter
+	in     streamBuf // client -> relay bytes not yet consumed
+	out    streamBuf // relay -> client bytes not yet sent
+	hdr    [relayproto.HeaderSize]byte
+
+	// Counters of bytes each way, written by one goroutine each and read
+	// after both have stopped.
+	bytesToRelay, bytesToClient int64
+
+	mu       sync.Mutex
+	result   *closeError    // set once by end
+	inflight sync.WaitGroup // timer callbacks running
+	pinger   *time.Timer
+	regTimer *time.Timer
+}
+
+// streamBuf is a pooled buffer held only while it has unconsumed bytes.
+type streamBuf struct {
+	b *[]byte
+	n int
+}
+
+func (s *session) take(sb *streamBuf) []byte {
+	if sb.b == nil {
+		sb.b = s.srv.bufs.get()
+	}
+	return *sb.b
+}
+
+func (s *session) release(sb *streamBuf) {
+	if sb.b != nil && sb.n == 0 {
+		s.srv.bufs.put(sb.b)
+		sb.b = nil
+	}
+}
+
+// newSession arms the register deadline and the pinger; run must follow.
+func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id Identity, remote string) *session {
+	s := &session{srv: srv, ws: ws, relay: relay, id: id, remote: remote, start: time.Now()}
+	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.regTimer = time.AfterFunc(srv.cfg.RegisterTimeout, func() {
+		s.fromTimer(func() {
+			s.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRegisterTimeout, nil))
+		})
+	})
+	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
+	ws.SetPongHandler(func(string) error { s.refreshReadDeadline(); return nil })
+	return s
+}
+
+// run serves the session until both directions have stopped and returns
+// how it ended. It closes the client connection; end closes the relay one.
+func (s *session) run() *closeError {
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.relayToClient()
+	}()
+	s.clientToRelay()
+	wg.Wait()
+	s.inflight.Wait()
+	_ = s.ws.Close()
+	s.in.n, s.out.n = 0, 0
+	s.release(&s.in)
+	s.release(&s.out)
+	return s.result
+}
+
+// fromTimer runs f for a timer callback unless the session has ended;
+// run waits for every such call before returning.
+func (s *session) fromTimer(f func()) {
+	s.mu.Lock()
+	if s.result != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+	f()
+}
+
+func (s *session) ping() {
+	deadline := time.Now().Add(s.srv.cfg.WriteTimeout)
+	if err := s.ws.WriteControl(websocket.PingMessage, nil, deadline); err != nil {
+		s.end(closeWith(0, resultClientStuck, err))
+		return
+	}
+	s.mu.Lock()
+	if s.result == nil {
+		s.pinger.Reset(s.srv.cfg.PingInterval)
+	}
+	s.mu.Unlock()
+}
+
+// registered stops the register deadline and starts the silence one.
+func (s *session) registered() {
+	s.mu.Lock()
+	s.regTimer.Stop()
+	s.mu.Unlock()
+	s.refreshReadDeadline()
+}
+
+// refreshReadDeadline gives a registered client three ping intervals to
+// show a sign of life. After end it does nothing: the close grace holds.
+func (s *session) refreshReadDeadline() {
+	if !s.filter.registered {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.result == nil {
+		_ = s.ws.SetReadDeadline(time.Now().Add(3 * s.srv.cfg.PingInterval))
+	}
+}
+
+func (s *session) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.result != nil
+}
+
+// end records the first reason the session ends for and starts the close:
+// the relay connection is closed at once; the client gets a close frame
+// (when ce.code is set) and closeGrace to answer it, else its connection is
+// closed too. Safe for concurrent use; later calls do nothing.
+func (s *session) end(ce *closeError) {
+	s.mu.Lock()
+	if s.result != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.result = ce
+	s.pinger.Stop()
+	s.regTimer.Stop()
+	s.mu.Unlock()
+
+	_ = s.relay.Close()
+	if ce.code != 0 {
+		grace := min(s.srv.cfg.WriteTimeout, s.srv.closeGrace)
+		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
+		if err := s.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(grace)); err == nil {
+			_ = s.ws.SetReadDeadline(time.Now().Add(grace))
+			return
+		}
+	}
+	_ = s.ws.Close()
+}
+
+// logAttrs are the fields of the session start and end lines. Never the
+// whole key, never a token.
+func (s *session) logAttrs() []slog.Attr {
+	return []slog.Attr{
+		slog.String("peer", s.id.Peer),
+		slog.String("identity", s.id.Subject),
+		slog.String("key", s.id.Key.Fingerprint()),
+		slog.String("remote", s.remote),
+	}
+}
