@@ -376,3 +376,59 @@ func TestServeReturnsErrorWhenListenerClosedElsewhere(t *testing.T) {
 	}
 	expectClosed(t, a) // the open session was closed on the way out
 }
+
+func TestInjectAndDisconnect(t *testing.T) {
+	srv, addr := refrelaytest.Start(t, refrelay.Options{})
+	a := refrelaytest.Register(t, srv, addr, key(1))
+	big := bytes.Repeat([]byte{0xab}, relayproto.MaxBodySize)
+	tests := []struct {
+		name string
+		k    relayproto.Key
+		t    relayproto.FrameType
+		body []byte
+		want error
+	}{
+		{"relay probe", key(1), relayproto.TypeRelayProbe, []byte("12345678"), nil},
+		{"error text", key(1), relayproto.TypeError, []byte("bye"), nil},
+		{"largest frame", key(1), relayproto.TypeData, big, nil},
+		{"unknown type", key(1), 0x7f, nil, nil},
+		{"no session", key(2), relayproto.TypeData, keyBytes(1), refrelay.ErrNotRegistered},
+		{"too large", key(1), relayproto.TypeData, append(big, 0), relayproto.ErrFrameTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := srv.Inject(tt.k, tt.t, tt.body)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Inject = %v, want %v", err, tt.want)
+			}
+			if tt.want != nil {
+				return
+			}
+			f := readFrame(t, a)
+			if f.Type != tt.t || !bytes.Equal(f.Body, tt.body) {
+				t.Fatalf("got %#v with %d bytes, want %#v with %d", f.Type, len(f.Body), tt.t, len(tt.body))
+			}
+		})
+	}
+	if srv.Disconnect(key(2)) {
+		t.Fatal("Disconnect of an unregistered key reported a session")
+	}
+	if !srv.Disconnect(key(1)) {
+		t.Fatal("Disconnect found no session")
+	}
+	expectClosed(t, a)
+	eventually(t, "session gone", func() bool { return !srv.Registered(key(1)) })
+}
+
+func TestInjectQueueFull(t *testing.T) {
+	srv, addr := refrelaytest.Start(t, refrelay.Options{QueueDepth: 1, WriteStallTimeout: time.Minute})
+	refrelaytest.Register(t, srv, addr, key(1)) // never reads
+	payload := make([]byte, 60000)
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		err = srv.Inject(key(1), relayproto.TypeData, payload)
+	}
+	if !errors.Is(err, refrelay.ErrQueueFull) || srv.Stats().DroppedQueueFull != 1 {
+		t.Fatalf("Inject = %v, stats = %+v; want ErrQueueFull once", err, srv.Stats())
+	}
+}

@@ -20,7 +20,7 @@ type Server struct {
 	cfg   config
 	stats counters
 
-	mu       sync.Mutex
+	mu       sync.RWMutex // read-locked on the per-frame lookup
 	serving  bool
 	closing  bool
 	conns    map[net.Conn]struct{}       // every open connection, closed at shutdown

@@ -94,8 +94,8 @@ func (s *Server) unregister(ss *session) {
 }
 
 func (s *Server) lookup(k relayproto.Key) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.sessions[k]
 }
 
@@ -151,13 +151,22 @@ func (s *Server) forward(ss *session, f relayproto.Frame) {
 	payload := f.Body[relayproto.KeySize:]
 	out := make([]byte, 0, relayproto.HeaderSize+len(f.Body))
 	out = relayproto.AppendFrame(out, f.Type, ss.key[:], payload)
-	select {
-	case dst.queue <- out:
+	if s.enqueue(dst, out) {
 		s.stats.forwarded.Add(1)
 		s.stats.forwardedBytes.Add(uint64(len(payload)))
+	}
+}
+
+// enqueue hands a whole frame to dst's writer. When the queue is full the
+// frame (the newest) is dropped and counted, silently, as the real relay
+// does.
+func (s *Server) enqueue(dst *session, frame []byte) bool {
+	select {
+	case dst.queue <- frame:
+		return true
 	default:
-		// Queue full: drop the newest, silently, as the real relay does.
 		s.stats.droppedQueueFull.Add(1)
+		return false
 	}
 }
 
