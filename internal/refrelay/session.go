@@ -72,12 +72,15 @@ func (s *Server) register(ss *session) {
 	old := s.sessions[ss.key]
 	s.sessions[ss.key] = ss
 	s.regs[ss.key]++
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+	// Counted under the lock so Stats agrees with RegisterCount.
 	s.stats.registrations.Add(1)
 	if old != nil {
 		s.stats.replacements.Add(1)
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	if old != nil {
 		old.close()
 	}
 	s.cfg.log.Info("session registered", "key", ss.key.Fingerprint(),
@@ -151,9 +154,13 @@ func (s *Server) forward(ss *session, f relayproto.Frame) {
 	payload := f.Body[relayproto.KeySize:]
 	out := make([]byte, 0, relayproto.HeaderSize+len(f.Body))
 	out = relayproto.AppendFrame(out, f.Type, ss.key[:], payload)
-	if s.enqueue(dst, out) {
-		s.stats.forwarded.Add(1)
-		s.stats.forwardedBytes.Add(uint64(len(payload)))
+	// Counted before the frame is queued, so a test that has received it
+	// also sees it counted; undone if the queue was full.
+	s.stats.forwarded.Add(1)
+	s.stats.forwardedBytes.Add(uint64(len(payload)))
+	if !s.enqueue(dst, out) {
+		s.stats.forwarded.Add(^uint64(0))
+		s.stats.forwardedBytes.Add(-uint64(len(payload)))
 	}
 }
 
