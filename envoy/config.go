@@ -1,0 +1,85 @@
+// Package envoy holds the Envoy bootstrap configs of the gateway (envoy.yaml,
+// envoy-plaintext.yaml) and the code that decodes them with go-control-plane's
+// types. The tests use it to prove every config is one Envoy accepts and that it
+// keeps each protection; the e2e suite uses Overrides to run the same config on
+// ports chosen at run time when an envoy binary is on PATH.
+package envoy
+
+import (
+	"embed"
+	"fmt"
+	"os"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"sigs.k8s.io/yaml"
+
+	// Every typed_config type the shipped configs use must be registered, or
+	// protojson cannot resolve its Any and decoding fails.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/header_mutation/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+)
+
+// The shipped configs, by file name.
+const (
+	// TLSConfig terminates TLS in Envoy (certificates from a Secret).
+	TLSConfig = "envoy.yaml"
+	// PlaintextConfig is for a trusted TLS terminator in front (ALB, Ingress).
+	PlaintextConfig = "envoy-plaintext.yaml"
+)
+
+//go:embed envoy.yaml envoy-plaintext.yaml
+var shipped embed.FS
+
+// Shipped returns the bytes of a shipped config (TLSConfig or PlaintextConfig).
+func Shipped(name string) ([]byte, error) {
+	data, err := shipped.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: shipped config %q: %w", name, err)
+	}
+	return data, nil
+}
+
+// Decode parses a YAML (or JSON) Envoy bootstrap. Unknown fields and
+// unregistered typed_config types are errors, as they are for Envoy, and the
+// result must pass go-control-plane's ValidateAll (the proto constraints Envoy
+// checks at start).
+func Decode(data []byte) (*bootstrapv3.Bootstrap, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: yaml: %w", err)
+	}
+	b := &bootstrapv3.Bootstrap{}
+	if err := protojson.Unmarshal(js, b); err != nil {
+		return nil, fmt.Errorf("envoy: decode bootstrap: %w", err)
+	}
+	if err := b.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("envoy: validate bootstrap: %w", err)
+	}
+	return b, nil
+}
+
+// Load reads and decodes the config at path.
+func Load(path string) (*bootstrapv3.Bootstrap, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: %w", err)
+	}
+	return Decode(data)
+}
+
+// Marshal encodes a bootstrap as JSON, which Envoy reads with -c file.json.
+func Marshal(b *bootstrapv3.Bootstrap) ([]byte, error) {
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: encode bootstrap: %w", err)
+	}
+	return data, nil
+}
