@@ -89,7 +89,7 @@ func clientReadClose(err error, registered bool) *closeError {
 	var ce *websocket.CloseError
 	var ne net.Error
 	switch {
-	case errors.As(err, &ce):
+	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure: // 1006: EOF, no close frame
 		return closeWith(0, resultClientClosed, err)
 	case errors.As(err, &ne) && ne.Timeout() && registered:
 		return closeWith(0, contract.ClosePingTimeout, err)

@@ -1,0 +1,233 @@
+package bridge
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// pipeSession is a registered session whose relay end the test holds.
+func pipeSession(t *testing.T, mod func(*Options)) (*harness, *websocket.Conn, net.Conn) {
+	t.Helper()
+	pr := newPipeRelay()
+	h := startBridge(t, func(o *Options) {
+		o.DialRelay = pr.dial
+		if mod != nil {
+			mod(o)
+		}
+	})
+	k := testKey(1)
+	ws := h.dial(t, identity(k))
+	relayEnd := pr.next(t)
+	send(t, ws, relayproto.AppendRegister(nil, k))
+	got := make([]byte, relayproto.HeaderSize+relayproto.KeySize)
+	_ = relayEnd.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(relayEnd, got); err != nil {
+		t.Fatalf("relay end: %v", err)
+	}
+	_ = relayEnd.SetReadDeadline(time.Time{})
+	return h, ws, relayEnd
+}
+
+// TestRelayToClientWholeFrames: each message holds whole frames; frames that
+// arrive together are coalesced up to the bound; none waits for another.
+func TestRelayToClientWholeFrames(t *testing.T) {
+	_, ws, relayEnd := pipeSession(t, nil)
+	src := testKey(9)
+	var burst []byte
+	for i := range uint32(100) { // 100 x 1,442 bytes: more than one message
+		burst = append(burst, dataFrame(src, i, 1400)...)
+	}
+	go func() { _, _ = relayEnd.Write(burst) }()
+	msgs, frames := 0, 0
+	for frames < 100 {
+		_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msg) > coalesceLimit {
+			t.Fatalf("message of %d bytes over the %d bound", len(msg), coalesceLimit)
+		}
+		frames += len(splitWhole(t, msg))
+		msgs++
+	}
+	if msgs < 3 || msgs > 10 {
+		t.Errorf("100 frames came in %d messages, want coalescing into a few", msgs)
+	}
+
+	// A frame split across relay writes arrives whole, and alone: it does
+	// not wait for the next frame.
+	frame := dataFrame(src, 500, 1400)
+	go func() {
+		_, _ = relayEnd.Write(frame[:3])
+		time.Sleep(20 * time.Millisecond)
+		_, _ = relayEnd.Write(frame[3:700])
+		time.Sleep(20 * time.Millisecond)
+		_, _ = relayEnd.Write(frame[700:])
+	}()
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := splitWhole(t, msg); len(fs) != 1 {
+		t.Fatalf("got %d frames, want 1", len(fs))
+	}
+}
+
+func TestRelayClosingSends1011(t *testing.T) {
+	_, ws, relayEnd := pipeSession(t, nil)
+	relayEnd.Close()
+	expectClose(t, ws, websocket.CloseInternalServerErr, contract.CloseRelayLost)
+}
+
+func TestRelayBadFrameSends1011(t *testing.T) {
+	_, ws, relayEnd := pipeSession(t, nil)
+	go func() { _, _ = relayEnd.Write(rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeData)) }()
+	expectClose(t, ws, websocket.CloseInternalServerErr, contract.CloseRelayLost)
+}
+
+func TestClientClosingClosesRelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		close  func(ws *websocket.Conn)
+		result contract.Reason
+	}{
+		{"close frame", func(ws *websocket.Conn) {
+			_ = ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		}, resultClientClosed},
+		{"tcp close", func(ws *websocket.Conn) { ws.NetConn().Close() }, resultClientGone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, ws, relayEnd := pipeSession(t, nil)
+			tt.close(ws)
+			_ = relayEnd.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := relayEnd.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
+				t.Fatalf("relay end read: %v, want EOF", err)
+			}
+			h.stop()
+			if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.result))); n != 1 {
+				t.Errorf("sessions_total{result=%q} = %v", tt.result, n)
+			}
+		})
+	}
+}
+
+func TestPingsAndSilentClient(t *testing.T) {
+	h, ws, relayEnd := pipeSession(t, func(o *Options) { o.PingInterval = 50 * time.Millisecond })
+	pings := make(chan struct{}, 100)
+	ws.SetPingHandler(func(string) error { pings <- struct{}{}; return nil }) // and never answer
+	go func() {
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	_ = relayEnd.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := relayEnd.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("relay end: %v, want EOF after the silence timeout", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("closed after %s, before three ping intervals", d)
+	}
+	if len(pings) < 2 {
+		t.Errorf("client saw %d pings, want at least 2", len(pings))
+	}
+	h.stop()
+	if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ClosePingTimeout))); n != 1 {
+		t.Errorf("sessions_total{result=ping_timeout} = %v", n)
+	}
+}
+
+func TestAnsweringClientStaysOpen(t *testing.T) {
+	_, ws, relayEnd := pipeSession(t, func(o *Options) { o.PingInterval = 30 * time.Millisecond })
+	go func() {
+		for { // ReadMessage answers pings with pongs
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // ten ping intervals
+	go func() { _, _ = relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)) }()
+	_ = relayEnd.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)); err != nil {
+		t.Fatalf("session died although the client answered pings: %v", err)
+	}
+}
+
+// TestStuckClientClosesOnlyItsSession: a client that stops reading is cut
+// after the write timeout; another session is unaffected.
+func TestStuckClientClosesOnlyItsSession(t *testing.T) {
+	h, _, relayEnd := pipeSession(t, func(o *Options) { o.WriteTimeout = 200 * time.Millisecond })
+	frame := dataFrame(testKey(9), 1, relayproto.MaxBodySize-relayproto.KeySize)
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := relayEnd.Write(frame); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stuck client never cut")
+	}
+	h.stop()
+	if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(resultClientStuck))); n != 1 {
+		t.Errorf("sessions_total{result=client_write_failed} = %v", n)
+	}
+}
+
+func TestRelayUnavailableAndCapacity(t *testing.T) {
+	down := startBridge(t, func(o *Options) { o.RelayAddr = closedAddr(t) })
+	expectDeny(t, down.url, contract.ReasonRelayUnavailable)
+
+	full := startBridge(t, func(o *Options) { o.MaxSessions = 1 })
+	full.register(t, testKey(1))
+	expectDeny(t, full.url, contract.ReasonAtCapacity)
+}
+
+func expectDeny(t *testing.T, url string, reason contract.Reason) {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}}
+	ws, resp, err := d.Dial(url, identity(testKey(2)))
+	if err == nil {
+		ws.Close()
+		t.Fatalf("upgrade succeeded, want %s", reason)
+	}
+	if resp == nil || resp.StatusCode != reason.HTTPStatus() || resp.Header.Get(contract.HeaderDenyReason) != string(reason) {
+		t.Fatalf("got %v, want %d %s", resp, reason.HTTPStatus(), reason)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		t.Fatal("upgraded")
+	}
+}
+
+// closedAddr is a loopback address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

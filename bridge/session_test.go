@@ -1,0 +1,283 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// TestRegisterRules: anything but a Register of the vouched key as the first
+// frame closes with 1008 (or 1009) and nothing reaches the relay.
+func TestRegisterRules(t *testing.T) {
+	k := testKey(1)
+	tests := []struct {
+		name   string
+		msgs   [][]byte // nil: send nothing and wait for the deadline
+		code   int
+		reason contract.Reason
+	}{
+		{"key mismatch", [][]byte{relayproto.AppendRegister(nil, testKey(2))},
+			websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch},
+		{"data first", [][]byte{dataFrame(k, 1, 10)}, websocket.ClosePolicyViolation, contract.CloseRegisterMissing},
+		{"keepalive first", [][]byte{relayproto.AppendFrame(nil, relayproto.TypeKeepalive)},
+			websocket.ClosePolicyViolation, contract.CloseRegisterMissing},
+		{"control first", [][]byte{relayproto.AppendFrame(nil, relayproto.TypeIngressProbe, []byte{0, 0})},
+			websocket.ClosePolicyViolation, contract.CloseRegisterMissing},
+		{"register 31 bytes", [][]byte{relayproto.AppendFrame(nil, relayproto.TypeRegister, k[:31])},
+			websocket.ClosePolicyViolation, contract.CloseRegisterMalformed},
+		{"register 33 bytes", [][]byte{relayproto.AppendFrame(nil, relayproto.TypeRegister, k[:], []byte{0})},
+			websocket.ClosePolicyViolation, contract.CloseRegisterMalformed},
+		{"length zero", [][]byte{rawHeader(0, 0)}, websocket.ClosePolicyViolation, contract.CloseFrameMalformed},
+		{"length over max", [][]byte{rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeRegister)},
+			websocket.CloseMessageTooBig, contract.CloseFrameTooLarge},
+		{"mismatch split", split(relayproto.AppendRegister(nil, testKey(3)), 1),
+			websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch},
+		{"text message", [][]byte{[]byte("hello")}, websocket.CloseUnsupportedData, contract.CloseTextMessage},
+		{"nothing", nil, websocket.ClosePolicyViolation, contract.CloseRegisterTimeout},
+		{"half a register", [][]byte{relayproto.AppendRegister(nil, k)[:20]},
+			websocket.ClosePolicyViolation, contract.CloseRegisterTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pr := newPipeRelay()
+			h := startBridge(t, func(o *Options) {
+				o.DialRelay = pr.dial
+				o.RegisterTimeout = 200 * time.Millisecond
+			})
+			ws := h.dial(t, identity(k))
+			relayEnd := pr.next(t)
+			got := make(chan []byte, 1)
+			go func() { got <- readAll(t, relayEnd) }()
+			for _, m := range tt.msgs {
+				mt := websocket.BinaryMessage
+				if tt.reason == contract.CloseTextMessage {
+					mt = websocket.TextMessage
+				}
+				if err := ws.WriteMessage(mt, m); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+			}
+			expectClose(t, ws, tt.code, tt.reason)
+			if b := <-got; len(b) != 0 {
+				t.Fatalf("relay received %d bytes: %x", len(b), b)
+			}
+			h.stop()
+			if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.reason))); n != 1 {
+				t.Errorf("sessions_total{result=%q} = %v, want 1", tt.reason, n)
+			}
+		})
+	}
+}
+
+func split(b []byte, size int) [][]byte {
+	var out [][]byte
+	for len(b) > size {
+		out = append(out, b[:size])
+		b = b[size:]
+	}
+	return append(out, b)
+}
+
+// echo sends Data addressed to the client's own key and expects it back.
+func echo(t *testing.T, ws *websocket.Conn, fs *frameStream, k relayproto.Key, seq uint32) {
+	t.Helper()
+	send(t, ws, dataFrame(k, seq, 100))
+	expectData(t, fs, k, seq, 100)
+}
+
+func expectData(t *testing.T, fs *frameStream, src relayproto.Key, seq uint32, size int) {
+	t.Helper()
+	f := fs.next()
+	if f.Type != relayproto.TypeData {
+		t.Fatalf("got %#v, want data", f.Type)
+	}
+	want := dataFrame(src, seq, size)[relayproto.HeaderSize:]
+	if !bytes.Equal(f.Body, want) {
+		key, payload, _ := relayproto.ParseData(f.Body)
+		t.Fatalf("data from %s seq %d, want from %s seq %d", key, binary.BigEndian.Uint32(payload), src, seq)
+	}
+}
+
+func TestRegisterAccepted(t *testing.T) {
+	k := testKey(1)
+	reg := relayproto.AppendRegister(nil, k)
+	tests := []struct {
+		name     string
+		msgs     [][]byte
+		sendData bool // the messages do not carry Data seq 1 themselves
+	}{
+		{"one message", [][]byte{reg}, true},
+		{"one byte per message", split(reg, 1), true},
+		{"with the next frames", [][]byte{append(append(append([]byte{}, reg...),
+			relayproto.AppendFrame(nil, relayproto.TypeKeepalive)...), dataFrame(k, 1, 100)...)}, false},
+		{"frame spanning messages", [][]byte{append(append([]byte{}, reg...), dataFrame(k, 1, 100)[:50]...),
+			dataFrame(k, 1, 100)[50:]}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startBridge(t, nil)
+			ws := h.dial(t, identity(k))
+			for _, m := range tt.msgs {
+				send(t, ws, m)
+			}
+			fs := &frameStream{t: t, ws: ws}
+			if tt.sendData {
+				send(t, ws, dataFrame(k, 1, 100))
+			}
+			expectData(t, fs, k, 1, 100)
+			echo(t, ws, fs, k, 2)
+		})
+	}
+}
+
+// TestFrameRulesAfterRegister: forbidden types close with 1008, oversize
+// with 1009, text with 1003; unknown types are dropped and counted.
+func TestFrameRulesAfterRegister(t *testing.T) {
+	k := testKey(1)
+	tests := []struct {
+		name   string
+		frame  []byte
+		text   bool
+		code   int
+		reason contract.Reason
+	}{
+		{"register again", relayproto.AppendRegister(nil, k), false, websocket.ClosePolicyViolation, contract.CloseRegisterRepeated},
+		{"forwarder register", relayproto.AppendFrame(nil, 0x10, make([]byte, 66)), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"forwarder unregister", relayproto.AppendFrame(nil, 0x11, []byte{0, 1}), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"forwarder stats", relayproto.AppendFrame(nil, 0x12, []byte{0, 1}), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"ingress probe", relayproto.AppendFrame(nil, 0x13, []byte{0, 0}), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"cluster envelope", relayproto.AppendFrame(nil, 0x21, []byte{1}), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"cluster external reply", relayproto.AppendFrame(nil, 0x22, nil), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"cluster external fanout", relayproto.AppendFrame(nil, 0x23, nil), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"error", relayproto.AppendFrame(nil, relayproto.TypeError, []byte("x")), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"length zero", rawHeader(0, 0), false, websocket.ClosePolicyViolation, contract.CloseFrameMalformed},
+		{"length over max (header only)", rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeData), false, websocket.CloseMessageTooBig, contract.CloseFrameTooLarge},
+		{"forbidden header without body", rawHeader(100, 0x10), false, websocket.ClosePolicyViolation, contract.CloseFrameForbidden},
+		{"text", []byte("hi"), true, websocket.CloseUnsupportedData, contract.CloseTextMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startBridge(t, nil)
+			ws := h.register(t, k)
+			fs := &frameStream{t: t, ws: ws}
+			echo(t, ws, fs, k, 1)
+			before := h.relay.Stats()
+			mt := websocket.BinaryMessage
+			if tt.text {
+				mt = websocket.TextMessage
+			}
+			if err := ws.WriteMessage(mt, tt.frame); err != nil {
+				t.Fatal(err)
+			}
+			expectClose(t, ws, tt.code, tt.reason)
+			waitFor(t, "relay session closed", func() bool { return h.relay.Stats().ActiveSessions == 0 })
+			if after := h.relay.Stats(); after.Unknown != before.Unknown || after.ControlRefused != 0 {
+				t.Errorf("relay saw the frame: unknown %d -> %d", before.Unknown, after.Unknown)
+			}
+		})
+	}
+}
+
+func TestMaxSizeFrameAccepted(t *testing.T) {
+	k := testKey(1)
+	h := startBridge(t, nil)
+	ws := h.register(t, k)
+	fs := &frameStream{t: t, ws: ws}
+	size := relayproto.MaxBodySize - relayproto.KeySize // N == 65536 exactly
+	frame := dataFrame(k, 7, size)
+	send(t, ws, frame[:40000]) // split as the agent splits frames over 65,499 bytes
+	send(t, ws, frame[40000:])
+	expectData(t, fs, k, 7, size)
+}
+
+func TestUnknownTypeDroppedAndCounted(t *testing.T) {
+	k := testKey(1)
+	h := startBridge(t, nil)
+	ws := h.register(t, k)
+	fs := &frameStream{t: t, ws: ws}
+	msg := append(relayproto.AppendFrame(nil, 0x07, []byte("??")), dataFrame(k, 1, 100)...)
+	msg = append(msg, relayproto.AppendFrame(nil, 0x99, nil)...)
+	send(t, ws, msg)
+	expectData(t, fs, k, 1, 100)
+	echo(t, ws, fs, k, 2)
+	if n := testutil.ToFloat64(h.srv.metrics.dropped.WithLabelValues(dropUnknownType)); n != 2 {
+		t.Fatalf("dropped_frames_total{reason=unknown_type} = %v, want 2", n)
+	}
+	if st := h.relay.Stats(); st.Unknown != 0 {
+		t.Fatalf("relay saw %d unknown frames, want 0", st.Unknown)
+	}
+}
+
+func TestAllowedTypesForwarded(t *testing.T) {
+	k := testKey(1)
+	h := startBridge(t, nil)
+	ws := h.register(t, k)
+	fs := &frameStream{t: t, ws: ws}
+	var msg []byte
+	msg = relayproto.AppendFrame(msg, relayproto.TypeKeepalive)
+	msg = relayproto.AppendFrame(msg, relayproto.TypeNATProbe, []byte{10, 0, 0, 1, 0x0d, 0x96})
+	msg = relayproto.AppendFrame(msg, relayproto.TypeRelayProbe, []byte("12345678"))
+	msg = relayproto.AppendFrame(msg, relayproto.TypeExternalData, []byte("12345678"), []byte{0, 0})
+	msg = relayproto.AppendFrame(msg, relayproto.TypeBimodalHint, k[:])
+	send(t, ws, msg)
+	f := fs.next()
+	if f.Type != relayproto.TypeBimodalHint || !bytes.Equal(f.Body, k[:]) {
+		t.Fatalf("got %#v %x, want the bimodal hint back", f.Type, f.Body)
+	}
+	waitFor(t, "relay ignored 4 frames", func() bool { return h.relay.Stats().Ignored == 4 })
+}
+
+// TestTwoSessionsExchange: every payload intact and in order, both ways.
+func TestTwoSessionsExchange(t *testing.T) {
+	ka, kb := testKey(1), testKey(100)
+	h := startBridge(t, nil)
+	a, b := h.register(t, ka), h.register(t, kb)
+	const n = 200
+	errc := make(chan error, 2)
+	for _, p := range []struct {
+		ws  *websocket.Conn
+		dst relayproto.Key
+	}{{a, kb}, {b, ka}} {
+		go func() {
+			for i := range uint32(n) {
+				if err := p.ws.WriteMessage(websocket.BinaryMessage, dataFrame(p.dst, i, 1400)); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	fa, fb := &frameStream{t: t, ws: a}, &frameStream{t: t, ws: b}
+	for i := range uint32(n) {
+		expectData(t, fb, ka, i, 1400)
+		expectData(t, fa, kb, i, 1400)
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
