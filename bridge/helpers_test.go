@@ -241,7 +241,6 @@ func rawHeader(n uint32, t relayproto.FrameType) []byte {
 // pipeRelay stands in for the relay: DialRelay returns one end of a pipe
 // and the test holds the other, to see exactly what the bridge forwards.
 type pipeRelay struct {
-	mu    sync.Mutex
 	conns chan net.Conn
 }
 

@@ -280,4 +280,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
-
