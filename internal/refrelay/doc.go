@@ -32,6 +32,7 @@
 //     as the real relay does for NAT probes, and reads and drops every packet.
 //
 // Tests observe the relay through Server.Stats, Server.Registered,
-// Server.RegisterCount and Server.WaitRegistered; the refrelaytest
+// Server.RegisterCount and Server.WaitRegistered, and act on it through the
+// Server.Inject and Server.Disconnect hooks; the refrelaytest
 // subpackage starts one on a loopback port for a test.
 package refrelay
