@@ -1,0 +1,182 @@
+// Package envoystandin is a STAND-IN FOR ENVOY, for the end-to-end suite
+// only: no Envoy binary can be installed on the machines that run it. It does
+// what envoy/envoy.yaml makes Envoy do on the relay route, in the same order:
+// terminate TLS, drop every client X-WireKube-* header (header_mutation),
+// call envoy.service.auth.v3.Authorization/Check over real gRPC with the
+// attributes Envoy's ext_authz filter fills (failure_mode_allow false,
+// status_on_error 503, a 3 s timeout), apply the OK answer's headers (with
+// their append semantics) and headers_to_remove, drop Authorization (the
+// route's request_headers_to_remove), relay a deny's status, headers and
+// body, and proxy the WebSocket upgrade to the bridge. When an `envoy`
+// binary is on PATH the suite runs real Envoy instead.
+package envoystandin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// Options configure the stand-in. Every field is required except the ones
+// whose comment gives a default.
+type Options struct {
+	TLS          *tls.Config // serving certificate
+	ExtauthzGRPC string      // host:port of wirekube-extauthz --grpc-listen
+	Bridge       string      // host:port of wirekube-bridge --listen
+	RelayPath    string      // default /relay
+	CheckTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// Server is the stand-in. It is safe for concurrent use.
+type Server struct {
+	opts   Options
+	conn   *grpc.ClientConn
+	authz  authv3.AuthorizationClient
+	proxy  *httputil.ReverseProxy
+	logger *slog.Logger
+}
+
+// New connects (lazily) to extauthz and prepares the proxy.
+func New(o Options) (*Server, error) {
+	if o.TLS == nil || o.ExtauthzGRPC == "" || o.Bridge == "" || o.Logger == nil {
+		return nil, errors.New("envoystandin: TLS, ExtauthzGRPC, Bridge and Logger are required")
+	}
+	if o.RelayPath == "" {
+		o.RelayPath = contract.DefaultRelayPath
+	}
+	if o.CheckTimeout == 0 {
+		o.CheckTimeout = 3 * time.Second
+	}
+	conn, err := grpc.NewClient(o.ExtauthzGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("envoystandin: grpc: %w", err)
+	}
+	target := &url.URL{Scheme: "http", Host: o.Bridge}
+	s := &Server{opts: o, conn: conn, authz: authv3.NewAuthorizationClient(conn), logger: o.Logger}
+	s.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // Envoy keeps the authority
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.logger.Warn("upstream error", "path", r.URL.Path, "err", err)
+			http.Error(w, "upstream connect error", http.StatusServiceUnavailable)
+		},
+		FlushInterval: -1,
+	}
+	return s, nil
+}
+
+// Serve serves TLS on ln until ctx is done. Upgraded connections are not
+// tracked by http.Server: they end when the bridge or the client closes.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	tlsConf := s.opts.TLS.Clone()
+	tlsConf.NextProtos = []string{"http/1.1"} // as envoy.yaml's alpn_protocols
+	srv := &http.Server{Handler: s, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }() // owned: received below
+	select {
+	case err := <-errc:
+		s.conn.Close()
+		return fmt.Errorf("envoystandin: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	<-errc
+	s.conn.Close()
+	return err
+}
+
+// ServeHTTP routes as envoy.yaml does: the relay path through ext_authz,
+// /healthz and /readyz straight to the bridge, anything else 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	stripClientIdentity(r.Header)
+	switch r.URL.Path {
+	case s.opts.RelayPath:
+		s.relay(w, r)
+	case "/healthz", "/readyz":
+		r.Header.Del("Authorization")
+		s.proxy.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
+	id := newRequestID()
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.CheckTimeout)
+	resp, err := s.authz.Check(ctx, checkRequest(r, id))
+	cancel()
+	if err != nil {
+		// failure_mode_allow: false, status_on_error: 503.
+		s.logger.Warn("ext_authz error", "request_id", id, "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if codes.Code(resp.GetStatus().GetCode()) != codes.OK {
+		s.deny(w, id, resp.GetDeniedResponse())
+		return
+	}
+	ok := resp.GetOkResponse()
+	for _, o := range ok.GetHeaders() {
+		applyHeaderOption(r.Header, o)
+	}
+	for _, name := range ok.GetHeadersToRemove() {
+		r.Header.Del(name)
+	}
+	r.Header.Del("Authorization") // the route's request_headers_to_remove
+	s.logger.Info("ext_authz ok", "request_id", id, "peer", r.Header.Get(contract.HeaderPeer))
+	if len(ok.GetResponseHeadersToAdd()) > 0 {
+		extra := ok.GetResponseHeadersToAdd()
+		p := *s.proxy
+		p.ModifyResponse = func(resp *http.Response) error {
+			for _, o := range extra {
+				applyHeaderOption(resp.Header, o)
+			}
+			return nil
+		}
+		p.ServeHTTP(w, r)
+		return
+	}
+	s.proxy.ServeHTTP(w, r)
+}
+
+// deny relays a denied answer: its HTTP status (403 when unset, as Envoy),
+// its headers and its body.
+func (s *Server) deny(w http.ResponseWriter, id string, d *authv3.DeniedHttpResponse) {
+	status := int(d.GetStatus().GetCode())
+	if status == 0 {
+		status = http.StatusForbidden
+	}
+	for _, o := range d.GetHeaders() {
+		applyHeaderOption(w.Header(), overwrite(o))
+	}
+	s.logger.Info("ext_authz denied", "request_id", id, "status", status,
+		"reason", w.Header().Get(contract.HeaderDenyReason))
+	w.WriteHeader(status)
+	w.Write([]byte(d.GetBody()))
+}
+
+// overwrite: Envoy sets a deny's headers on a fresh local reply, so append
+// and overwrite are the same; this only avoids a duplicate Content-Type.
+func overwrite(o *corev3.HeaderValueOption) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{Header: o.GetHeader(), AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+}

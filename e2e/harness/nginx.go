@@ -1,0 +1,112 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// NginxConfigPath is the config users deploy; the suite runs it verbatim
+// apart from the substitutions in RenderNginxConfig.
+const NginxConfigPath = "nginx/wirekube-relay.conf"
+
+// NginxOptions are the values substituted into the shipped config.
+type NginxOptions struct {
+	Listen       string // 127.0.0.1:port
+	CertFile     string
+	KeyFile      string
+	ExtauthzHTTP string // wirekube-extauthz --http-listen
+	Bridge       string // wirekube-bridge --listen
+	LogDir       string
+}
+
+// RenderNginxConfig substitutes the deployment-specific values of the shipped
+// config. Every placeholder must occur exactly once, so a change to the
+// shipped file that the suite would silently not test fails here.
+func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
+	subs := []struct{ old, new string }{
+		{"listen 443 ssl;", "listen " + o.Listen + " ssl;"},
+		{"/etc/nginx/tls/tls.crt", o.CertFile},
+		{"/etc/nginx/tls/tls.key", o.KeyFile},
+		{"server 127.0.0.1:9002;", "server " + o.ExtauthzHTTP + ";"},
+		{"server 127.0.0.1:8081;", "server " + o.Bridge + ";"},
+		{"/var/log/nginx/wirekube-relay.access.log", filepath.Join(o.LogDir, "nginx-access.log")},
+		// The suite keeps nginx's errors (at info) to show them for a failing
+		// run; scenario 8 still greps this log for every token.
+		{"/var/log/nginx/wirekube-relay.error.log crit;", filepath.Join(o.LogDir, "nginx-relay-error.log") + " info;"},
+	}
+	for _, s := range subs {
+		if n := strings.Count(shipped, s.old); n != 1 {
+			return "", fmt.Errorf("nginx config: %q occurs %d times, want 1", s.old, n)
+		}
+		shipped = strings.Replace(shipped, s.old, s.new, 1)
+	}
+	return shipped, nil
+}
+
+// StartNginx runs the system nginx with its own prefix, config and pid file
+// in dir, in the foreground, so it is stopped by PID like the others.
+func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o NginxOptions) (*Proc, error) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			return nil, fmt.Errorf("nginx not found (apt-get install nginx): %w", err)
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	shipped, err := os.ReadFile(filepath.Join(repoRoot, NginxConfigPath))
+	if err != nil {
+		return nil, fmt.Errorf("nginx config: %w", err)
+	}
+	site, err := RenderNginxConfig(string(shipped), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("nginx dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wirekube-relay.conf"), []byte(site), 0o644); err != nil {
+		return nil, fmt.Errorf("nginx config: %w", err)
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxMainConfig(dir, o.LogDir)), 0o644); err != nil {
+		return nil, fmt.Errorf("nginx config: %w", err)
+	}
+	if out, err := exec.CommandContext(ctx, bin, "-t", "-p", dir, "-c", conf).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("nginx -t: %w\n%s", err, out)
+	}
+	p, err := procs.Start("nginx", bin, "-p", dir, "-c", conf, "-g", "daemon off;")
+	if err != nil {
+		return nil, err
+	}
+	err = WaitFor(ctx, p, 10*time.Second, func(context.Context) error { return dialTCP(o.Listen) })
+	return p, err
+}
+
+// nginxMainConfig is the minimal main config around the shipped http-context
+// file, with every path inside dir.
+func nginxMainConfig(dir, logDir string) string {
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // workers must read the key file of this run
+	}
+	return fmt.Sprintf(`%s
+worker_processes 1;
+pid %[2]s/nginx.pid;
+error_log %[3]s/nginx-error.log info;
+events { worker_connections 1024; }
+http {
+    client_body_temp_path %[2]s/client_body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    access_log %[3]s/nginx-access-other.log;
+    include %[2]s/wirekube-relay.conf;
+}
+`, user, dir, logDir)
+}

@@ -1,0 +1,237 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/wirekube/relay-ws/e2e/envoystandin"
+)
+
+// EnvBinDir points at prebuilt repository binaries (`make build` puts them in
+// bin/); when unset the harness builds them into the run directory.
+const EnvBinDir = "WIREKUBE_E2E_BIN_DIR"
+
+// RepoBinaries are the packages the suite runs, by binary name.
+var RepoBinaries = map[string]string{
+	"wirekube-refrelay": "./internal/refrelay/cmd/wirekube-refrelay",
+	"wirekube-extauthz": "./extauthz/cmd/wirekube-extauthz",
+	"wirekube-bridge":   "./bridge/cmd/wirekube-bridge",
+}
+
+// BuildRepoBinaries returns the path of every binary in RepoBinaries, from
+// $WIREKUBE_E2E_BIN_DIR or freshly built into dir.
+func BuildRepoBinaries(ctx context.Context, repoRoot, dir string, out io.Writer) (map[string]string, error) {
+	paths := map[string]string{}
+	if bin := os.Getenv(EnvBinDir); bin != "" {
+		for name := range RepoBinaries {
+			p := filepath.Join(bin, name)
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("%s: %w (run make build)", EnvBinDir, err)
+			}
+			paths[name] = p
+		}
+		return paths, nil
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for name, pkg := range RepoBinaries {
+		args = append(args, pkg)
+		paths[name] = filepath.Join(dir, name)
+	}
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = repoRoot
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %w\n%s", err, b)
+	}
+	fmt.Fprintf(out, "harness: built the repository binaries in %s\n", time.Since(start).Round(time.Millisecond))
+	return paths, nil
+}
+
+// StackOptions configure the gateway stack.
+type StackOptions struct {
+	RepoRoot string
+	Dir      string // scratch: certs, nginx prefix
+	Bins     map[string]string
+	// ExtauthzKubeconfig is the identity extauthz runs as.
+	ExtauthzKubeconfig string
+	ExtauthzArgs       []string // extra flags
+	BridgeArgs         []string // extra flags
+}
+
+// Stack is the running gateway: reference relay, extauthz, bridge, nginx
+// and the Envoy stand-in, each on its own loopback port.
+type Stack struct {
+	opts  StackOptions
+	procs *Procs
+
+	RelayAddr, ExtauthzGRPC, ExtauthzHTTP, ExtauthzMetrics string
+	BridgeAddr, BridgeMetrics, NginxAddr, StandinAddr        string
+
+	FrontCA *CA // signs the fronts' serving certificate: clients trust only it
+
+	Relay, Extauthz, Bridge, Nginx *Proc
+
+	standinStop context.CancelFunc
+	standinDone chan error
+	standinLog  *os.File
+	mu          sync.Mutex
+}
+
+// StartStack starts every component and waits until each is ready.
+func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, error) {
+	s := &Stack{opts: o, procs: procs}
+	addrs := []*string{&s.RelayAddr, &s.ExtauthzGRPC, &s.ExtauthzHTTP, &s.ExtauthzMetrics,
+		&s.BridgeAddr, &s.BridgeMetrics, &s.NginxAddr, &s.StandinAddr}
+	for _, a := range addrs {
+		var err error
+		if *a, err = FreeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if s.FrontCA, err = NewCA("wirekube-e2e-front-ca"); err != nil {
+		return nil, err
+	}
+	steps := []func(context.Context) error{s.StartRelay, s.StartExtauthz, s.StartBridge, s.startNginx, s.startStandin}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// StartRelay (re)starts the reference relay on its fixed address.
+func (s *Stack) StartRelay(ctx context.Context) error {
+	p, err := s.procs.Start("refrelay", s.opts.Bins["wirekube-refrelay"], "--listen="+s.RelayAddr, "--no-udp")
+	if err != nil {
+		return err
+	}
+	s.Relay = p
+	return WaitFor(ctx, p, 20*time.Second, func(context.Context) error { return dialTCP(s.RelayAddr) })
+}
+
+// StartExtauthz (re)starts wirekube-extauthz and waits for its /readyz.
+func (s *Stack) StartExtauthz(ctx context.Context) error {
+	args := append([]string{
+		"--grpc-listen=" + s.ExtauthzGRPC, "--http-listen=" + s.ExtauthzHTTP,
+		"--metrics-listen=" + s.ExtauthzMetrics, "--kubeconfig=" + s.opts.ExtauthzKubeconfig,
+		"--log-format=json",
+	}, s.opts.ExtauthzArgs...)
+	p, err := s.procs.Start("extauthz", s.opts.Bins["wirekube-extauthz"], args...)
+	if err != nil {
+		return err
+	}
+	s.Extauthz = p
+	return WaitFor(ctx, p, 30*time.Second, httpOK("http://"+s.ExtauthzMetrics+"/readyz"))
+}
+
+// StartBridge (re)starts wirekube-bridge and waits for its /readyz.
+func (s *Stack) StartBridge(ctx context.Context) error {
+	args := append([]string{
+		"--listen=" + s.BridgeAddr, "--metrics-listen=" + s.BridgeMetrics, "--relay-addr=" + s.RelayAddr,
+		"--log-format=json",
+	}, s.opts.BridgeArgs...)
+	p, err := s.procs.Start("bridge", s.opts.Bins["wirekube-bridge"], args...)
+	if err != nil {
+		return err
+	}
+	s.Bridge = p
+	return WaitFor(ctx, p, 30*time.Second, httpOK("http://"+s.BridgeMetrics+"/readyz"))
+}
+
+func (s *Stack) frontCert() (certFile, keyFile string, err error) {
+	kp, err := s.FrontCA.ServerCert("wirekube-relay-e2e", "relay.example.com")
+	if err != nil {
+		return "", "", err
+	}
+	return kp.WriteFiles(s.opts.Dir, "front")
+}
+
+func (s *Stack) startNginx(ctx context.Context) error {
+	cert, key, err := s.frontCert()
+	if err != nil {
+		return err
+	}
+	p, err := StartNginx(ctx, s.procs, s.opts.RepoRoot, filepath.Join(s.opts.Dir, "nginx"), NginxOptions{
+		Listen: s.NginxAddr, CertFile: cert, KeyFile: key,
+		ExtauthzHTTP: s.ExtauthzHTTP, Bridge: s.BridgeAddr, LogDir: s.procs.LogDir,
+	})
+	s.Nginx = p
+	return err
+}
+
+// startStandin runs the Envoy stand-in in this process, logging to its own
+// file in the log directory like the other components.
+func (s *Stack) startStandin(ctx context.Context) error {
+	cert, key, err := s.frontCert()
+	if err != nil {
+		return err
+	}
+	kp, err := loadKeyPair(cert, key)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(s.procs.LogDir, "envoy-standin.log"))
+	if err != nil {
+		return fmt.Errorf("standin log: %w", err)
+	}
+	srv, err := envoystandin.New(envoystandin.Options{
+		TLS: kp, ExtauthzGRPC: s.ExtauthzGRPC, Bridge: s.BridgeAddr,
+		Logger: slog.New(slog.NewJSONHandler(f, nil)).With("component", "envoy-standin"),
+	})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", s.StandinAddr)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("standin listen: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.standinStop, s.standinDone, s.standinLog = cancel, make(chan error, 1), f
+	go func() { s.standinDone <- srv.Serve(runCtx, ln) }() // owned: Close waits
+	fmt.Fprintf(s.procs.Out, "harness: started envoy stand-in (in process) on %s\n", s.StandinAddr)
+	return nil
+}
+
+// Close stops the in-process stand-in; the processes belong to Procs.
+func (s *Stack) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.standinStop != nil {
+		s.standinStop()
+		<-s.standinDone
+		s.standinLog.Close()
+		s.standinStop = nil
+	}
+}
+
+func httpOK(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
