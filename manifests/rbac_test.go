@@ -1,0 +1,257 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+func checkTLSMount(t *testing.T, r *rendered, d *appsv1.Deployment) {
+	for _, f := range tlsFiles(t, envoyConfig(t, r, d)) {
+		dir := filepath.Dir(f)
+		e := container(d, "envoy")
+		i := slices.IndexFunc(e.VolumeMounts, func(m corev1.VolumeMount) bool { return filepath.Clean(m.MountPath) == dir })
+		if i < 0 {
+			t.Errorf("envoy reads %s but nothing is mounted at %s", f, dir)
+			continue
+		}
+		v := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == e.VolumeMounts[i].Name && v.Secret != nil
+		})
+		mustf(t, v >= 0, "%s is not mounted from a Secret", dir)
+		mustf(t, strings.HasSuffix(f, "tls.crt") || strings.HasSuffix(f, "tls.key"), "%s: want the kubernetes.io/tls keys", f)
+	}
+}
+
+func tlsFiles(t *testing.T, b *bootstrapv3.Bootstrap) []string {
+	t.Helper()
+	var files []string
+	for _, l := range b.GetStaticResources().GetListeners() {
+		for _, fc := range l.GetFilterChains() {
+			ts := fc.GetTransportSocket()
+			if ts == nil {
+				continue
+			}
+			tc := &tlsv3.DownstreamTlsContext{}
+			if err := ts.GetTypedConfig().UnmarshalTo(tc); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range tc.GetCommonTlsContext().GetTlsCertificates() {
+				files = append(files, c.GetCertificateChain().GetFilename(), c.GetPrivateKey().GetFilename())
+			}
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("the base Envoy config has no TLS certificate files")
+	}
+	return files
+}
+
+func checkService(t *testing.T, r *rendered, d *appsv1.Deployment) {
+	s := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-ws"))
+	mustf(t, selects(s.Spec.Selector, d.Spec.Template.Labels), "Service does not select the gateway Pods")
+	mustf(t, len(s.Spec.Ports) == 1 && s.Spec.Ports[0].Port == 443 && s.Spec.Ports[0].TargetPort.String() == "https",
+		"Service ports %v, want only 443 -> https", s.Spec.Ports)
+}
+
+func checkBinaryFlags(t *testing.T, _ *rendered, d *appsv1.Deployment) {
+	checkContainerFlags(t, d)
+}
+
+// checkContainerFlags checks every flag the extauthz and bridge containers use.
+func checkContainerFlags(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	for _, c := range []struct{ name, src, bin string }{
+		{"extauthz", "extauthz", "/usr/local/bin/wirekube-extauthz"},
+		{"bridge", "bridge", "/usr/local/bin/wirekube-bridge"},
+	} {
+		ct := container(d, c.name)
+		if ct == nil {
+			t.Errorf("no %s container", c.name)
+			continue
+		}
+		mustf(t, slices.Equal(ct.Command, []string{c.bin}), "%s command %v, want [%s]", c.name, ct.Command, c.bin)
+		checkFlags(t, c.name, ct.Args, definedFlags(t, c.src))
+	}
+}
+
+// nodesUsed reports whether extauthz's code reads Nodes, which decides
+// whether the RBAC may (and must) grant them.
+func nodesUsed(t *testing.T) bool {
+	t.Helper()
+	files, err := filepath.Glob("../extauthz/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no extauthz sources: %v", err)
+	}
+	re := regexp.MustCompile(`\.Nodes\(\)`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if re.Match(src) {
+			return true
+		}
+	}
+	return false
+}
+
+type grant struct{ group, resource, verbs string }
+
+func checkRBAC(t *testing.T, r *rendered, d *appsv1.Deployment) {
+	wantCluster := []grant{
+		{"authentication.k8s.io", "tokenreviews", "create"},
+		{"wirekube.io", "wirekubepeers", "get,list,watch"},
+	}
+	if nodesUsed(t) {
+		wantCluster = append(wantCluster, grant{"", "nodes", "get,list,watch"})
+	}
+	wantNS := []grant{{"", "pods", "get,list,watch"}, {"", "serviceaccounts", "get,list,watch"}}
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	mustf(t, sa != "" && sa != "default", "the Pod must run as its own ServiceAccount, not %q", sa)
+	r.one(t, "ServiceAccount", sa)
+	var gotCluster, gotNS []grant
+	for _, u := range r.all("ClusterRole") {
+		gotCluster = append(gotCluster, grants(t, into[rbacv1.ClusterRole](t, u).Rules)...)
+	}
+	for _, u := range r.all("Role") {
+		mustf(t, u.GetNamespace() == namespace, "Role %s in %q, want %s", u.GetName(), u.GetNamespace(), namespace)
+		gotNS = append(gotNS, grants(t, into[rbacv1.Role](t, u).Rules)...)
+	}
+	sortGrants(wantCluster, gotCluster, wantNS, gotNS)
+	mustf(t, slices.Equal(gotCluster, wantCluster), "cluster-wide grants %v, want exactly %v", gotCluster, wantCluster)
+	mustf(t, slices.Equal(gotNS, wantNS), "namespaced grants %v, want exactly %v", gotNS, wantNS)
+	checkBindings(t, r, sa)
+}
+
+// grants flattens rules to one (group, resource, verbs) per resource and
+// fails on wildcards, resourceNames-free Secrets and non-resource URLs.
+func grants(t *testing.T, rules []rbacv1.PolicyRule) []grant {
+	t.Helper()
+	var out []grant
+	for _, rule := range rules {
+		mustf(t, len(rule.NonResourceURLs) == 0, "non-resource URLs granted: %v", rule.NonResourceURLs)
+		all := slices.Concat(rule.APIGroups, rule.Resources, rule.Verbs)
+		mustf(t, !slices.Contains(all, "*"), "wildcard in rule %v", rule)
+		v := slices.Clone(rule.Verbs)
+		slices.Sort(v)
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				mustf(t, res != "secrets", "Secrets granted: extauthz must not read Secrets")
+				out = append(out, grant{g, res, strings.Join(v, ",")})
+			}
+		}
+	}
+	return out
+}
+
+func sortGrants(lists ...[]grant) {
+	for _, l := range lists {
+		slices.SortFunc(l, func(a, b grant) int { return strings.Compare(a.group+"/"+a.resource, b.group+"/"+b.resource) })
+	}
+}
+
+func checkBindings(t *testing.T, r *rendered, sa string) {
+	t.Helper()
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		bs := r.all(kind)
+		mustf(t, len(bs) == 1, "%d %s, want 1", len(bs), kind)
+		for _, u := range bs {
+			var subj []rbacv1.Subject
+			var ref rbacv1.RoleRef
+			if kind == "RoleBinding" {
+				b := into[rbacv1.RoleBinding](t, u)
+				subj, ref = b.Subjects, b.RoleRef
+			} else {
+				b := into[rbacv1.ClusterRoleBinding](t, u)
+				subj, ref = b.Subjects, b.RoleRef
+			}
+			mustf(t, len(subj) == 1 && subj[0].Kind == "ServiceAccount" && subj[0].Name == sa && subj[0].Namespace == namespace,
+				"%s %s subjects %v, want only ServiceAccount %s/%s", kind, u.GetName(), subj, namespace, sa)
+			roleKind := strings.TrimSuffix(kind, "Binding")
+			mustf(t, ref.Kind == roleKind, "%s %s binds a %s", kind, u.GetName(), ref.Kind)
+			r.one(t, roleKind, ref.Name)
+		}
+	}
+}
+
+func checkRelayPolicy(t *testing.T, r *rendered, d *appsv1.Deployment) {
+	var found bool
+	for _, u := range r.all("NetworkPolicy") {
+		np := into[networkingv1.NetworkPolicy](t, u)
+		if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != "wirekube-relay" {
+			continue
+		}
+		found = true
+		mustf(t, slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress), "relay policy has no Ingress type")
+		for _, rule := range np.Spec.Ingress {
+			if !hasPort(rule.Ports, corev1.ProtocolTCP, 3478) {
+				continue
+			}
+			// Who may reach TCP 3478: only Pods selected by the gateway labels.
+			mustf(t, len(rule.From) > 0, "TCP 3478 open to everyone")
+			for _, from := range rule.From {
+				mustf(t, from.PodSelector != nil && from.NamespaceSelector == nil && from.IPBlock == nil &&
+					selects(from.PodSelector.MatchLabels, d.Spec.Template.Labels),
+					"TCP 3478 admitted from %+v, want only the gateway Pods", from)
+			}
+		}
+	}
+	mustf(t, found, "no NetworkPolicy selects the raw relay Pods (app.kubernetes.io/name=wirekube-relay)")
+}
+
+func hasPort(ports []networkingv1.NetworkPolicyPort, proto corev1.Protocol, port int) bool {
+	return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool {
+		return p.Protocol != nil && *p.Protocol == proto && p.Port != nil && p.Port.IntValue() == port
+	})
+}
+
+func checkScrape(t *testing.T, _ *rendered, d *appsv1.Deployment) {
+	a := d.Spec.Template.Annotations
+	mustf(t, a["prometheus.io/scrape"] == "true", "no prometheus.io/scrape annotation")
+	port := a["prometheus.io/port"]
+	ok := false
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			ok = ok || strconv.Itoa(int(p.ContainerPort)) == port
+		}
+	}
+	mustf(t, ok, "prometheus.io/port %q is not a container port", port)
+}
+
+func checkDrain(t *testing.T, _ *rendered, d *appsv1.Deployment) {
+	drain, _ := flagValue(container(d, "bridge").Args, "drain-timeout")
+	e := container(d, "envoy")
+	if e.Lifecycle == nil || e.Lifecycle.PreStop == nil || e.Lifecycle.PreStop.Sleep == nil {
+		t.Fatal("envoy has no preStop sleep: Envoy does not drain WebSockets, the bridge does")
+	}
+	mustf(t, e.Lifecycle.PreStop.Sleep.Seconds > secs(t, drain),
+		"envoy preStop %ds must outlast the bridge's --drain-timeout=%s", e.Lifecycle.PreStop.Sleep.Seconds, drain)
+	g := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	mustf(t, g != nil && *g > e.Lifecycle.PreStop.Sleep.Seconds, "terminationGracePeriodSeconds %v must exceed the preStop sleep", g)
+}
+
+// secs parses a Go duration flag value into whole seconds.
+func secs(t *testing.T, v string) int64 {
+	t.Helper()
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("duration %q: %v", v, err)
+	}
+	return int64(d / time.Second)
+}
