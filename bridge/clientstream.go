@@ -54,18 +54,20 @@ type frameFilter struct {
 // on are handed to forward as one slice of the exact client bytes (valid
 // only during the call); dropped frames are skipped. It returns the number
 // of bytes consumed; the rest of p is an incomplete frame to complete with
-// more input. A header is judged as soon as its 5 bytes are there, before
+// more input. On a violation the whole frames before it are still passed
+// on (so the result does not depend on how the stream was split into
+// messages) and the error is a *closeError. A header is judged as soon as its 5 bytes are there, before
 // the body arrives, so an oversized or forbidden frame is refused at once.
 func (f *frameFilter) scan(p []byte, forward func([]byte) error) (int, error) {
 	off, pending := 0, 0 // pending: start of the run not yet forwarded
 	for len(p)-off >= relayproto.HeaderSize {
 		t, bodyLen, err := relayproto.ParseHeader([relayproto.HeaderSize]byte(p[off : off+relayproto.HeaderSize]))
 		if err != nil {
-			return off, headerClose(err)
+			return off, firstErr(flush(p[pending:off], forward), headerClose(err))
 		}
 		keep, cerr := f.judge(t, bodyLen)
 		if cerr != nil {
-			return off, cerr
+			return off, firstErr(flush(p[pending:off], forward), cerr)
 		}
 		size := relayproto.HeaderSize + bodyLen
 		if len(p)-off < size {
@@ -88,6 +90,14 @@ func (f *frameFilter) scan(p []byte, forward func([]byte) error) (int, error) {
 		off += size
 	}
 	return off, flush(p[pending:off], forward)
+}
+
+// firstErr prefers a forwarding failure: the relay is gone either way.
+func firstErr(forwardErr error, cerr *closeError) error {
+	if forwardErr != nil {
+		return forwardErr
+	}
+	return cerr
 }
 
 func flush(run []byte, forward func([]byte) error) error {

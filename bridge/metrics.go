@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -16,6 +17,15 @@ const (
 
 // Reasons of wirekube_bridge_dropped_frames_total.
 const dropUnknownType = "unknown_type"
+
+// bridgeDenyReasons are the reasons the bridge answers before an upgrade.
+func bridgeDenyReasons() []contract.Reason {
+	return []contract.Reason{
+		contract.ReasonMethodNotAllowed, contract.ReasonRequestBody, contract.ReasonNotWebSocket,
+		contract.ReasonIdentityHeaderInvalid, contract.ReasonOriginNotAllowed, contract.ReasonSubprotocol,
+		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
+	}
+}
 
 // metrics are the bridge's Prometheus collectors, registered on the registry
 // passed to New (never the global one).
@@ -71,6 +81,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	for _, r := range bridgeDenyReasons() {
+		m.rejects.WithLabelValues(string(r)) // export zeros for every reason the bridge answers
 	}
 	m.messagesToRelay = messages.WithLabelValues(dirClientToRelay)
 	m.messagesToClient = messages.WithLabelValues(dirRelayToClient)

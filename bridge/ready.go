@@ -24,7 +24,7 @@ type readiness struct {
 	group singleflight.Group
 	mu    sync.Mutex
 	ok    time.Time // last successful dial
-	tried time.Time // last probe started
+	tried time.Time // start of the last completed probe
 	err   error     // result of the last probe
 }
 
@@ -44,9 +44,7 @@ func (r *readiness) check(ctx context.Context) error {
 		if done, err := r.cached(); done {
 			return err, nil
 		}
-		r.mu.Lock()
-		r.tried = r.now()
-		r.mu.Unlock()
+		start := r.now()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		err := r.probe(ctx)
@@ -55,7 +53,9 @@ func (r *readiness) check(ctx context.Context) error {
 		if err == nil {
 			r.ok = r.now()
 		}
-		r.err = err
+		// Stamped only now, so callers arriving during the probe share it
+		// through the group rather than reading a result not yet there.
+		r.tried, r.err = start, err
 		return err, nil
 	})
 	err, _ := v.(error)

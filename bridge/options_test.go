@@ -1,0 +1,66 @@
+package bridge
+
+import (
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsFlagsAndDefaults(t *testing.T) {
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	o.BindFlags(fs)
+	want := map[string]string{
+		"listen": "127.0.0.1:8081", "metrics-listen": ":9102", "relay-addr": "127.0.0.1:3478", "path": "/relay",
+		"register-timeout": "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
+		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json",
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if w, ok := want[f.Name]; !ok {
+			t.Errorf("unexpected flag --%s", f.Name)
+		} else if f.DefValue != w && !(f.Name == "allowed-origins" && f.DefValue == "") {
+			t.Errorf("--%s default %q, want %q", f.Name, f.DefValue, w)
+		}
+		delete(want, f.Name)
+	})
+	for name := range want {
+		t.Errorf("missing flag --%s", name)
+	}
+	if err := fs.Parse([]string{"--allowed-origins", "https://a.example, https://b.example", "--listen", "unix:/tmp/b.sock"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.AllowedOrigins) != 2 || o.AllowedOrigins[1] != "https://b.example" || o.Validate() != nil {
+		t.Fatalf("origins %q, validate %v", o.AllowedOrigins, o.Validate())
+	}
+}
+
+func TestOptionsValidateNamesTheFlag(t *testing.T) {
+	tests := []struct {
+		flag string
+		mod  func(*Options)
+	}{
+		{"--listen", func(o *Options) { o.Listen = "" }},
+		{"--relay-addr", func(o *Options) { o.RelayAddr = "nohostport" }},
+		{"--path", func(o *Options) { o.Path = "relay" }},
+		{"--path", func(o *Options) { o.Path = "/healthz" }},
+		{"--register-timeout", func(o *Options) { o.RegisterTimeout = 0 }},
+		{"--ping-interval", func(o *Options) { o.PingInterval = -time.Second }},
+		{"--write-timeout", func(o *Options) { o.WriteTimeout = 0 }},
+		{"--drain-timeout", func(o *Options) { o.DrainTimeout = 0 }},
+		{"--max-sessions", func(o *Options) { o.MaxSessions = 0 }},
+		{"--allowed-origins", func(o *Options) { o.AllowedOrigins = []string{"example.com"} }},
+		{"--log-format", func(o *Options) { o.LogFormat = "xml" }},
+	}
+	for _, tt := range tests {
+		o := DefaultOptions()
+		tt.mod(&o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.flag) {
+			t.Errorf("%s: Validate() = %v, want an error naming the flag", tt.flag, err)
+		}
+	}
+	if o := DefaultOptions(); o.Validate() != nil {
+		t.Fatalf("defaults invalid: %v", o.Validate())
+	}
+}
