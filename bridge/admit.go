@@ -28,9 +28,9 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, reason, nil)
 		return
 	}
-	defer s.releaseSlot()
 	relay, err := s.dialRelay(r.Context())
 	if err != nil {
+		s.releaseSlot()
 		s.deny(w, r, contract.ReasonRelayUnavailable, err)
 		return
 	}
@@ -38,9 +38,17 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The upgrader has answered through upgradeError.
 		_ = relay.Close()
+		s.releaseSlot()
 		return
 	}
-	s.serveSession(ws, relay, id, r.RemoteAddr)
+	// The session gets its own goroutine so that this handler returns and
+	// net/http frees what it holds per connection (its buffers and the
+	// serve goroutine's stack, ~10 KiB), which matters for idle sessions.
+	// The slot taken above accounts for it: Drain waits for every slot.
+	go func() {
+		defer s.releaseSlot()
+		s.serveSession(ws, relay, id, r.RemoteAddr)
+	}()
 }
 
 // admit runs the checks that need no relay: method, body, upgrade headers,

@@ -147,8 +147,8 @@ func (s *Server) releaseSlot() {
 	}
 }
 
-// serveSession runs an upgraded session to its end in the handler's
-// goroutine, then logs and counts it.
+// serveSession runs an upgraded session to its end, then logs and counts
+// it. It runs in the goroutine handleRelay starts for the session.
 func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id Identity, remote string) {
 	sess := newSession(s, ws, relay, id, remote)
 
