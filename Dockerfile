@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# One image with every binary users run: wirekube-extauthz, wirekube-bridge,
+# wirekube-relay-probe, wirekube-relay-token. The reference relay
+# (internal/refrelay) is a test fixture and is never built into it.
+# Build: make image (or docker build -t wirekube/relay-ws:dev .)
+
+FROM golang:1.26.8-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+# Static binaries (no cgo) so they run on distroless/static.
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ \
+      ./extauthz/cmd/wirekube-extauthz \
+      ./bridge/cmd/wirekube-bridge \
+      ./tools/cmd/wirekube-relay-probe \
+      ./tools/cmd/wirekube-relay-token
+
+# No shell, no package manager; runs as uid 65532 (nonroot).
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/ /usr/local/bin/
+USER 65532:65532
+# No ENTRYPOINT: the image holds four programs; name one as the command,
+# for example /usr/local/bin/wirekube-bridge --help.
