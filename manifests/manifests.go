@@ -14,7 +14,7 @@ import (
 )
 
 // PeerCRDPath is the WireKubePeer CRD fixture, relative to this directory.
-const PeerCRDPath = "testdata/crds/wirekube.io_wirekubepeers.yaml"
+const PeerCRDPath = "testdata/crds/wirekubepeers.yaml"
 
 //go:embed testdata/crds
 var crds embed.FS

@@ -30,7 +30,7 @@ until kubectl get --raw /readyz >/dev/null 2>&1; do
   sleep 1
 done
 
-kubectl apply -f /crds/wirekube.io_wirekubepeers.yaml
+kubectl apply -f /crds/wirekubepeers.yaml
 kubectl wait --for=condition=Established --timeout=60s crd/wirekubepeers.wirekube.io
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f -
 kubectl -n "$NS" apply -f /base/serviceaccount.yaml -f /base/rbac.yaml
