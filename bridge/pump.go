@@ -99,7 +99,7 @@ func clientReadClose(err error, registered bool) *closeError {
 }
 
 // relayToClient copies relay frames to the client. While idle it waits on
-// a 5-byte header array and holds no buffer. Each binary message carries
+// a small array and holds no pooled buffer. Each binary message carries
 // whole frames only: what one read returned (frames already there) is
 // packed up to coalesceLimit, and a frame never waits for a later one.
 func (s *session) relayToClient() {
@@ -118,11 +118,10 @@ func (s *session) relayToClient() {
 func (s *session) copyRelay() error {
 	for {
 		if s.out.n == 0 {
-			s.release(&s.out)
-			if _, err := io.ReadFull(s.relay, s.hdr[:]); err != nil {
+			if err := s.waitRelay(); err != nil {
 				return err
 			}
-			s.out.n = copy(s.take(&s.out), s.hdr[:])
+			continue
 		}
 		buf := *s.out.b
 		end, err := wholeFrames(buf[:s.out.n], coalesceLimit)
@@ -142,6 +141,29 @@ func (s *session) copyRelay() error {
 		}
 		s.out.n = copy(buf, buf[end:s.out.n])
 	}
+}
+
+// waitRelay is the idle wait: it reads into the session's small array, so
+// no pooled buffer is held while the relay is quiet. Small frames that
+// arrive whole (keepalives, probes, pings) go out from there; otherwise the
+// bytes move to a pooled buffer to be completed.
+func (s *session) waitRelay() error {
+	s.release(&s.out)
+	n, err := s.relay.Read(s.idle[:])
+	if n == 0 {
+		if err == nil {
+			return nil
+		}
+		return err
+	}
+	if end, ferr := wholeFrames(s.idle[:n], coalesceLimit); ferr == nil && end == n {
+		if werr := s.writeClient(s.idle[:n]); werr != nil {
+			return werr
+		}
+		return err
+	}
+	s.out.n = copy(s.take(&s.out), s.idle[:n])
+	return err
 }
 
 // writeClient sends one binary message of whole frames.

@@ -43,7 +43,7 @@ func dialTCP(ctx context.Context, addr string, k relayproto.Key) (*tcpPeer, erro
 	return p, nil
 }
 
-func (p *tcpPeer) send(frame []byte) error          { _, err := p.conn.Write(frame); return err }
+func (p *tcpPeer) send(frame []byte) error         { _, err := p.conn.Write(frame); return err }
 func (p *tcpPeer) recv() (relayproto.Frame, error) { return p.fr.ReadFrame() }
 func (p *tcpPeer) setDeadline(t time.Time)         { _ = p.conn.SetDeadline(t) }
 func (p *tcpPeer) close()                          { p.conn.Close() }
@@ -82,7 +82,7 @@ func dialWS(ctx context.Context, url string, k relayproto.Key, bufSize int) (*ws
 	return p, nil
 }
 
-func (p *wsPeer) send(frame []byte) error          { return p.ws.WriteMessage(websocket.BinaryMessage, frame) }
+func (p *wsPeer) send(frame []byte) error         { return p.ws.WriteMessage(websocket.BinaryMessage, frame) }
 func (p *wsPeer) recv() (relayproto.Frame, error) { return p.fr.ReadFrame() }
 func (p *wsPeer) close()                          { p.ws.Close() }
 func (p *wsPeer) setDeadline(t time.Time) {
