@@ -20,17 +20,19 @@ const agentKeepaliveSeconds = 25
 
 // exampleChecks has one entry per directory under examples/; a new example
 // without checks fails TestExamplesCovered.
-var exampleChecks = map[string]func(t *testing.T, r *rendered){
-	"agent-token":         checkAgentToken,
-	"alb-ingress":         checkALB,
-	"envoy-gateway":       checkEnvoyGateway,
-	"gateway-api":         checkGatewayAPI,
-	"ingress-nginx":       checkIngressNginx,
-	"istio":               checkIstio,
-	"mesh-external":       func(t *testing.T, r *rendered) { checkMesh(t, r, "external") },
-	"mesh-managed":        func(t *testing.T, r *rendered) { checkMesh(t, r, "managed") },
-	"peer-serviceaccount": checkPeerServiceAccount,
-	"prometheus":          checkPodMonitor,
+func exampleChecks() map[string]func(t *testing.T, r *rendered) {
+	return map[string]func(t *testing.T, r *rendered){
+		"agent-token":         checkAgentToken,
+		"alb-ingress":         checkALB,
+		"envoy-gateway":       checkEnvoyGateway,
+		"gateway-api":         checkGatewayAPI,
+		"ingress-nginx":       checkIngressNginx,
+		"istio":               checkIstio,
+		"mesh-external":       func(t *testing.T, r *rendered) { checkMesh(t, r, "external") },
+		"mesh-managed":        func(t *testing.T, r *rendered) { checkMesh(t, r, "managed") },
+		"peer-serviceaccount": checkPeerServiceAccount,
+		"prometheus":          checkPodMonitor,
+	}
 }
 
 func TestExamplesCovered(t *testing.T) {
@@ -38,11 +40,12 @@ func TestExamplesCovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checks := exampleChecks()
 	var dirs []string
 	for _, e := range entries {
 		if e.IsDir() {
 			dirs = append(dirs, "examples/"+e.Name())
-			mustf(t, exampleChecks[e.Name()] != nil, "examples/%s has no checks in exampleChecks", e.Name())
+			mustf(t, checks[e.Name()] != nil, "examples/%s has no checks in exampleChecks", e.Name())
 		}
 	}
 	want := slices.DeleteFunc(Dirs(), func(d string) bool { return d == "base" })
@@ -50,7 +53,7 @@ func TestExamplesCovered(t *testing.T) {
 }
 
 func TestExamples(t *testing.T) {
-	for name, check := range exampleChecks {
+	for name, check := range exampleChecks() {
 		t.Run(name, func(t *testing.T) {
 			r := render(t, filepath.Join("examples", name))
 			for _, o := range r.objs {
