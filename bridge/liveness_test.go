@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -230,4 +231,28 @@ func closedAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// TestNoGoroutineOutlivesItsSession ends sessions every way and checks that
+// the goroutines they started (bridge and relay side) are all gone.
+func TestNoGoroutineOutlivesItsSession(t *testing.T) {
+	h := startBridge(t, func(o *Options) { o.RegisterTimeout = 100 * time.Millisecond })
+	noSessions := func() bool { return testutil.ToFloat64(h.srv.metrics.sessionsActive) == 0 }
+	h.register(t, testKey(9)).Close() // the bridge and relay are serving now
+	waitFor(t, "warm-up session ended", noSessions)
+	before := goleak.IgnoreCurrent()
+	k := testKey(1)
+
+	old := h.register(t, k)
+	replacement := h.register(t, k) // the relay closes the older session
+	expectClose(t, old, websocket.CloseInternalServerErr, contract.CloseRelayLost)
+	send(t, replacement, relayproto.AppendFrame(nil, relayproto.TypeError, nil))
+	expectClose(t, replacement, websocket.ClosePolicyViolation, contract.CloseFrameForbidden)
+	silent := h.dial(t, identity(k))
+	expectClose(t, silent, websocket.ClosePolicyViolation, contract.CloseRegisterTimeout)
+	gone := h.register(t, testKey(2))
+	gone.Close()
+
+	waitFor(t, "sessions ended", noSessions)
+	goleak.VerifyNone(t, before)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,8 @@ const (
 	// ChildEnv, when set to the relay address, makes RunChildIfAsked serve a
 	// bridge instead of running the tests.
 	ChildEnv = "WIREKUBE_BENCH_BRIDGE_RELAY"
+	// childProfileEnv names a file for a CPU profile of the bridge child.
+	childProfileEnv = "WIREKUBE_BENCH_BRIDGE_CPUPROFILE"
 )
 
 // RunChildIfAsked serves a bridge in front of the relay named by ChildEnv
@@ -45,6 +48,17 @@ func RunChildIfAsked() (bool, error) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	if path := os.Getenv(childProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return true, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return true, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return true, serveChild(ctx, relayAddr)
 }
 
