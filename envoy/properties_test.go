@@ -102,6 +102,7 @@ func listenerProperties() []property {
 		{"access_log_without_secrets", checkAccessLog, func(v *view) {
 			v.accessLog[0].GetLogFormat().GetJsonFormat().Fields["auth"] = structpb.NewStringValue("%REQ(AUTHORIZATION)%")
 		}},
+		{"access_log_formatters_registered", checkFormatters, func(v *view) { v.accessLog[0].GetLogFormat().Formatters = nil }},
 	}
 }
 
@@ -133,6 +134,21 @@ func checkAccessLog(v *view) error {
 			errs = append(errs, errIf(strings.Contains(f, bad), "access log format contains %s", bad))
 		}
 		errs = append(errs, errIf(!strings.Contains(f, "%RESPONSE_CODE%"), "access log has no status"))
+
+	}
+	return errors.Join(errs...)
+}
+
+// checkFormatters: extension commands need their formatter listed, or Envoy
+// refuses the config at start (ValidateAll cannot know).
+func checkFormatters(v *view) error {
+	var errs []error
+	for _, al := range v.accessLog {
+		has := slices.ContainsFunc(al.GetLogFormat().GetFormatters(), func(e *corev3.TypedExtensionConfig) bool {
+			return e.GetName() == "envoy.formatter.req_without_query"
+		})
+		errs = append(errs, errIf(strings.Contains(formatText(al), "%REQ_WITHOUT_QUERY(") && !has,
+			"access log uses REQ_WITHOUT_QUERY without the envoy.formatter.req_without_query formatter"))
 	}
 	return errors.Join(errs...)
 }
