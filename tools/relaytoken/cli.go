@@ -1,0 +1,186 @@
+package relaytoken
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+const usageText = `usage: wirekube-relay-token COMMAND [flags]
+
+Commands:
+  issue   --peer NAME (--secret NAME | --output FILE|-) [--duration 1h] [--allow-missing-peer]
+  list    [--all-namespaces]
+  revoke  --peer NAME
+
+Every command takes --kubeconfig, --context and --namespace (default wirekube-system).
+Run "wirekube-relay-token COMMAND -h" for its flags.
+`
+
+// ClientFactory builds the API clients; tests pass fakes.
+type ClientFactory func(KubeOptions) (Clients, error)
+
+// Command is wirekube-relay-token: args exclude the program name. Reports
+// go to stdout, except with `issue --output -`, where stdout carries only
+// the token and the report goes to stderr.
+func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return command(ctx, args, stdout, stderr, NewClients, time.Now)
+}
+
+func command(ctx context.Context, args []string, stdout, stderr io.Writer, newClients ClientFactory, now func() time.Time) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return fmt.Errorf("%w: a command is required", ErrUsage)
+	}
+	c := cli{stdout: stdout, stderr: stderr, newClients: newClients, now: now}
+	switch args[0] {
+	case "issue":
+		return c.issue(ctx, args[1:])
+	case "list":
+		return c.list(ctx, args[1:])
+	case "revoke":
+		return c.revoke(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	default:
+		fmt.Fprint(stderr, usageText)
+		return fmt.Errorf("%w: unknown command %q", ErrUsage, args[0])
+	}
+}
+
+type cli struct {
+	stdout, stderr io.Writer
+	newClients     ClientFactory
+	now            func() time.Time
+	kube           KubeOptions
+	namespace      string
+}
+
+// flags returns a flag set with the kubectl-like flags every command has.
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("wirekube-relay-token "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&c.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fs.StringVar(&c.kube.Context, "context", "", "kubeconfig context (default: the current context)")
+	fs.StringVar(&c.namespace, "namespace", DefaultNamespace, "namespace of the ServiceAccounts and Secrets")
+	fs.StringVar(&c.namespace, "n", DefaultNamespace, "shorthand for --namespace")
+	return fs
+}
+
+// parse parses args and builds the tool; flag errors are usage errors.
+func (c *cli) parse(fs *flag.FlagSet, args []string) (*Tool, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected argument %q (every input is a flag)", ErrUsage, fs.Arg(0))
+	}
+	cl, err := c.newClients(c.kube)
+	if err != nil {
+		return nil, err
+	}
+	return &Tool{Clients: cl}, nil
+}
+
+func (c *cli) issue(ctx context.Context, args []string) error {
+	var o IssueOptions
+	fs := c.flags("issue")
+	fs.StringVar(&o.Peer, "peer", "", "WireKubePeer name (required)")
+	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "requested token lifetime (at least 10m; the API server may cap it)")
+	fs.StringVar(&o.Audience, "audience", contract.DefaultAudience, "token audience the gateway requires")
+	fs.StringVar(&o.Secret, "secret", "", "write the token to this Secret (key \"token\"), usable as authSecretRef")
+	fs.StringVar(&o.Output, "output", "", "write the token to this file (mode 0600), or - for stdout")
+	fs.BoolVar(&o.AllowMissingPeer, "allow-missing-peer", false, "issue even if the WireKubePeer does not exist")
+	t, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	o.Namespace = c.namespace
+	if err := o.Validate(); err != nil { // before any API call
+		return err
+	}
+	report := c.stdout
+	if o.Output == "-" {
+		report = c.stderr // stdout carries the token alone
+	}
+	res, err := t.Issue(ctx, o, c.stdout)
+	if err != nil {
+		return err
+	}
+	c.printIssued(report, res)
+	return nil
+}
+
+func (c *cli) printIssued(w io.Writer, r Issued) {
+	if r.PeerMissing {
+		fmt.Fprintf(w, "warning: WireKubePeer %q does not exist (or could not be read); the gateway refuses the token until it does\n", r.Peer)
+	}
+	fmt.Fprintf(w, "ServiceAccount %s/%s %s\n", r.Namespace, r.ServiceAccount, r.SAAction)
+	left := r.Expires.Sub(c.now()).Round(time.Second)
+	fmt.Fprintf(w, "token for peer %s written to %s\n", r.Peer, r.Destination)
+	fmt.Fprintf(w, "expires %s (in %s)\n", r.Expires.Format(time.RFC3339), left)
+	if d := left - r.Requested; d > time.Minute || d < -time.Minute {
+		fmt.Fprintf(w, "note: the API server chose this lifetime; %s was requested\n", r.Requested)
+	}
+}
+
+func (c *cli) list(ctx context.Context, args []string) error {
+	fs := c.flags("list")
+	all := fs.Bool("all-namespaces", false, "list managed ServiceAccounts in every namespace")
+	t, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	ns := c.namespace
+	if *all {
+		ns = ""
+	}
+	entries, err := t.List(ctx, ns)
+	if err != nil {
+		return err
+	}
+	return WriteList(c.stdout, entries, c.now())
+}
+
+func (c *cli) revoke(ctx context.Context, args []string) error {
+	fs := c.flags("revoke")
+	peer := fs.String("peer", "", "WireKubePeer name (required)")
+	t, err := c.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := ValidatePeer(*peer); err != nil {
+		return err
+	}
+	res, err := t.Revoke(ctx, c.namespace, *peer)
+	if err != nil {
+		return err
+	}
+	if res.ServiceAccount != "" {
+		fmt.Fprintf(c.stdout, "deleted ServiceAccount %s/%s\n", res.Namespace, res.ServiceAccount)
+	}
+	for _, s := range res.Secrets {
+		fmt.Fprintf(c.stdout, "deleted Secret %s/%s\n", res.Namespace, s)
+	}
+	fmt.Fprintln(c.stdout, revokeNotice)
+	return nil
+}
+
+// ExitCode maps an error of Command to the process exit code: 0 ok,
+// 2 usage (bad flag or peer name), 1 anything else.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrUsage), errors.Is(err, ErrInvalidPeer), errors.Is(err, flag.ErrHelp):
+		return 2
+	default:
+		return 1
+	}
+}

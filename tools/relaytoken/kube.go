@@ -1,0 +1,78 @@
+package relaytoken
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Clients are the narrow API clients the tool needs.
+type Clients struct {
+	// Core reads and writes ServiceAccounts, their tokens and Secrets.
+	Core corev1client.CoreV1Interface
+	// Dynamic reads WireKubePeers (no typed client exists for the CRD).
+	Dynamic dynamic.Interface
+}
+
+// KubeOptions select the cluster the way kubectl does.
+type KubeOptions struct {
+	// Kubeconfig is an explicit file; empty means $KUBECONFIG, then
+	// ~/.kube/config, then the in-cluster config.
+	Kubeconfig string
+	// Context overrides the kubeconfig's current context.
+	Context string
+}
+
+// NewClients builds Clients from the kubeconfig rules of kubectl.
+func NewClients(o KubeOptions) (Clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return Clients{}, fmt.Errorf("kubeconfig: none found: pass --kubeconfig, set KUBECONFIG, or run in a Pod")
+		}
+		return Clients{}, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.UserAgent = "wirekube-relay-token"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return Clients{}, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return Clients{}, fmt.Errorf("dynamic client: %w", err)
+	}
+	return Clients{Core: cs.CoreV1(), Dynamic: dc}, nil
+}
+
+// apiError explains an API error: a Forbidden names the verb and resource
+// the caller's RBAC lacks. namespace is empty for cluster-scoped resources.
+func apiError(err error, verb, resource, namespace string) error {
+	where := "cluster-wide"
+	canI := fmt.Sprintf("kubectl auth can-i %s %s", verb, resource)
+	if namespace != "" {
+		where = "in namespace " + namespace
+		canI += " -n " + namespace
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: your credentials may not %s %s %s: grant that in a Role/ClusterRole (check with: %s): %v",
+			ErrForbidden, verb, resource, where, canI, apiMessage(err))
+	}
+	if apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("%s %s: the API server did not accept your credentials (check --kubeconfig/--context): %w", verb, resource, err)
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, resource, where, err)
+}
+
+func apiMessage(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return s.Status().Message
+	}
+	return err.Error()
+}
