@@ -5,15 +5,87 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// lockedBuffer is written by exec's copier and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// childEnv makes the test binary run main() itself (for the SIGTERM test).
+const childEnv = "WIREKUBE_BRIDGE_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childEnv); args != "" {
+		os.Args = append([]string{"wirekube-bridge"}, strings.Fields(args)...)
+		main()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// TestSIGTERMDrainsAndExits runs the real main in a child process, sends it
+// SIGTERM and expects a drain log line and exit status 0.
+func TestSIGTERMDrainsAndExits(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "b.sock")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=--listen=unix:"+sock+" --metrics-listen= --drain-timeout=2s --log-format=text")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "bridge serving") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("child never served: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr: %s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("no exit after SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "msg=draining") {
+		t.Fatalf("no drain log line: %s", stderr.String())
+	}
+}
 
 func TestRunRejectsBadFlags(t *testing.T) {
 	tests := []struct {
