@@ -30,7 +30,14 @@ func checkTLSMount(t *testing.T, r *rendered, d *appsv1.Deployment) {
 		v := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
 			return v.Name == e.VolumeMounts[i].Name && v.Secret != nil
 		})
-		mustf(t, v >= 0, "%s is not mounted from a Secret", dir)
+		if v < 0 {
+			t.Errorf("%s is not mounted from a Secret", dir)
+			continue
+		}
+		// Group-readable only (fsGroup gives the group); YAML octal must not
+		// have turned into a decimal mode.
+		mode := d.Spec.Template.Spec.Volumes[v].Secret.DefaultMode
+		mustf(t, mode != nil && *mode&0o007 == 0 && *mode&0o040 != 0, "TLS Secret defaultMode %v, want 0440 (no access for others)", mode)
 		mustf(t, strings.HasSuffix(f, "tls.crt") || strings.HasSuffix(f, "tls.key"), "%s: want the kubernetes.io/tls keys", f)
 	}
 }
