@@ -3,8 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	"time"
+		"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,24 +25,30 @@ var (
 	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// InstallCRD creates the CRD in the YAML file and waits until it is served.
-func (c *Cluster) InstallCRD(ctx context.Context, path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("crd: %w", err)
-	}
+// InstallCRD creates the CRD in the YAML document and waits until the API
+// server reports it Established.
+func (c *Cluster) InstallCRD(ctx context.Context, doc []byte) error {
 	var obj map[string]any
-	if err := yaml.Unmarshal(b, &obj); err != nil {
-		return fmt.Errorf("crd %s: %w", path, err)
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		return fmt.Errorf("crd: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("crd %s: %w", path, err)
+		return fmt.Errorf("crd %s: %w", u.GetName(), err)
 	}
-	// Established is not enough for a client: wait until a list answers.
 	return WaitFor(ctx, nil, 30*time.Second, func(ctx context.Context) error {
-		_, err := c.Dynamic.Resource(PeerGVR).List(ctx, metav1.ListOptions{Limit: 1})
-		return err
+		got, err := c.Dynamic.Resource(crdGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, cond := range conds {
+			m, _ := cond.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("crd %s not established yet", u.GetName())
 	})
 }
 

@@ -74,11 +74,14 @@ type Stack struct {
 	procs *Procs
 
 	RelayAddr, ExtauthzGRPC, ExtauthzHTTP, ExtauthzMetrics string
-	BridgeAddr, BridgeMetrics, NginxAddr, StandinAddr        string
+	BridgeAddr, BridgeMetrics, NginxAddr, StandinAddr      string
 
 	FrontCA *CA // signs the fronts' serving certificate: clients trust only it
 
 	Relay, Extauthz, Bridge, Nginx *Proc
+	Envoy                          *Proc // nil when the stand-in runs instead
+	// GRPCFront names the gRPC front on StandinAddr: "envoy" or "envoy-standin".
+	GRPCFront string
 
 	standinStop context.CancelFunc
 	standinDone chan error
@@ -101,7 +104,7 @@ func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, erro
 	if s.FrontCA, err = NewCA("wirekube-e2e-front-ca"); err != nil {
 		return nil, err
 	}
-	steps := []func(context.Context) error{s.StartRelay, s.StartExtauthz, s.StartBridge, s.startNginx, s.startStandin}
+	steps := []func(context.Context) error{s.StartRelay, s.StartExtauthz, s.StartBridge, s.startNginx, s.startGRPCFront}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			s.Close()
@@ -169,6 +172,16 @@ func (s *Stack) startNginx(ctx context.Context) error {
 	})
 	s.Nginx = p
 	return err
+}
+
+// startGRPCFront runs real Envoy when one is on PATH, else the stand-in.
+func (s *Stack) startGRPCFront(ctx context.Context) error {
+	if bin := RealEnvoy(); bin != "" {
+		s.GRPCFront = "envoy"
+		return s.startEnvoy(ctx, bin)
+	}
+	s.GRPCFront = "envoy-standin"
+	return s.startStandin(ctx)
 }
 
 // startStandin runs the Envoy stand-in in this process, logging to its own

@@ -1,0 +1,67 @@
+//go:build e2e
+
+// Package e2e is the end-to-end suite: a real kube-apiserver and etcd, the
+// repository's binaries, a real nginx and the gRPC front (real Envoy when one
+// is on PATH, else the stand-in), over real sockets. Run it with
+// `go test -tags e2e -count=1 ./e2e/` (see docs/e2e.md).
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// client-go's log flusher and idle keep-alive connections of the
+		// shared HTTP transports outlive the test by design.
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// TestE2E runs every scenario through every front, then the faults (which
+// disturb the shared stack) and finally the log scan, in this order.
+func TestE2E(t *testing.T) {
+	start := time.Now()
+	e := newEnv(t)
+	t.Logf("stack up in %s", time.Since(start).Round(time.Millisecond))
+	t.Run("harness", e.testHarness)
+	t.Run("manifests_dry_run", e.testManifests)
+	t.Run("extauthz_rbac_from_manifests", e.testExtauthzRBAC)
+	for _, f := range e.fronts {
+		t.Run(f.name, func(t *testing.T) {
+			sentinels := e.newSentinels(t, f)
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) {
+					sc.run(e, t, f)
+					sentinels.check(t)
+				})
+			}
+		})
+	}
+	t.Run("faults", e.testFaults)
+	t.Run("8_logs_contain_no_token", e.testLogs)
+	t.Logf("suite done in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// scenario is one named subtest run through each front.
+type scenario struct {
+	name string
+	run  func(e *env, t *testing.T, f front)
+}
+
+var scenarios = []scenario{
+	{"1_pod_bound_agents_exchange_data", (*env).testPodBoundExchange},
+	{"1_peer_service_account_exchange_data", (*env).testPeerSAExchange},
+	{"1_node_bound_agent_exchange_data", (*env).testNodeBoundExchange},
+	{"2_denied_before_upgrade", (*env).testDeniedBeforeUpgrade},
+	{"3_identity", (*env).testIdentity},
+	{"4_register_and_frames", (*env).testRegister},
+	{"5_sessions", (*env).testSessions},
+	{"6_spoofed_identity_headers", (*env).testSpoofing},
+}
