@@ -1,0 +1,96 @@
+package probe
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/bridge"
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/refrelay"
+	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// authFront stands in for the proxy and ext_authz in front of the real
+// bridge: it strips client X-WireKube-* headers, accepts one token, and
+// sets the identity headers binding it to key.
+type authFront struct {
+	next http.Handler
+	key  relayproto.Key
+}
+
+func (a *authFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for name := range r.Header {
+		if contract.IsWireKubeHeader(name) {
+			r.Header.Del(name)
+		}
+	}
+	if r.Header.Get("Authorization") != "Bearer "+testToken {
+		w.Header().Set(contract.HeaderDenyReason, string(contract.ReasonTokenInvalid))
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "denied", http.StatusUnauthorized)
+		return
+	}
+	r.Header.Set(contract.HeaderPeer, "node-a")
+	r.Header.Set(contract.HeaderPublicKey, a.key.Base64())
+	r.Header.Set(contract.HeaderIdentity, "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-a")
+	r.Header.Set(contract.HeaderTokenExpires, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	a.next.ServeHTTP(w, r)
+}
+
+// startRealBridge runs the real bridge (behind authFront) in front of
+// relayAddr and returns the ws:// relay URL.
+func startRealBridge(t *testing.T, relayAddr string, key relayproto.Key) string {
+	t.Helper()
+	o := bridge.DefaultOptions()
+	o.RelayAddr, o.MetricsListen, o.DrainTimeout, o.RegisterTimeout = relayAddr, "", 2*time.Second, 2*time.Second
+	b, err := bridge.New(o, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&authFront{next: b.Handler(), key: key})
+	t.Cleanup(func() {
+		b.Drain() // ends the sessions' goroutines before the leak check
+		srv.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + contract.DefaultRelayPath
+}
+
+func TestProbeRealBridge(t *testing.T) {
+	key := relayproto.Key{7, 7, 7}
+	_, relayAddr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadRelay := ln.Addr().String()
+	_ = ln.Close()
+	tokenFile := writeFile(t, "token", testToken+"\n")
+	other := relayproto.Key{8, 8, 8}
+	for _, tc := range []struct {
+		name      string
+		relayAddr string
+		register  relayproto.Key
+		code      int
+		want      []string
+	}{
+		{"echo through bridge and relay", relayAddr, key, ExitOK, []string{"ok   upgrade", "5/5 round trips", "result: ok"}},
+		{"key mismatch closes 1008", relayAddr, other, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
+		{"relay down answers 503", deadRelay, key, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable", "result: unavailable (exit 7)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := startRealBridge(t, tc.relayAddr, key)
+			code, out, _ := runProbe(t, "--url", url, "--token-file", tokenFile, "--public-key", tc.register.Base64(), "--count", "5")
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			assertContains(t, out, tc.want...)
+		})
+	}
+}
