@@ -119,7 +119,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		if s.Error != "" {
 			line = strings.TrimSpace(line + " " + s.Error)
 		}
-		fmt.Fprintf(&b, "  %s %-9s %9.1fms  %s\n", mark, s.Name, s.DurationMS, line)
+		fmt.Fprintf(&b, "  %s %-9s %8.2fms  %s\n", mark, s.Name, s.DurationMS, line)
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wn)

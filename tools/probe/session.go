@@ -46,7 +46,7 @@ func (s *session) run() {
 		return
 	}
 	s.res.add(Stage{Name: StageRegister, Status: StatusOK, Duration: s.now().Sub(start), Key: s.cfg.key.Fingerprint(),
-		Detail: "sent Register for key " + s.cfg.key.Fingerprint() + " (the relay does not acknowledge; the echo confirms it)"})
+		Detail: "sent Register for key " + s.cfg.key.Fingerprint() + " (no ack in the protocol: the echo confirms it)"})
 	s.echo()
 }
 
@@ -80,15 +80,20 @@ func (s *session) echo() {
 		info.MinMS, info.AvgMS, info.MaxMS = ms(lo), ms(total/time.Duration(info.Received)), ms(hi)
 	}
 	st := s.res.add(Stage{Name: StageEcho, Status: StatusOK, Duration: s.now().Sub(start), Echo: info,
-		Detail: fmt.Sprintf("%d/%d round trips through the relay, min %.1fms avg %.1fms max %.1fms",
-			info.Received, s.cfg.count, info.MinMS, info.AvgMS, info.MaxMS)})
-	if err != nil {
+		Detail: fmt.Sprintf("%d/%d round trips through the relay", info.Received, s.cfg.count)})
+	if info.Received > 0 {
+		st.Detail += fmt.Sprintf(", rtt min %s avg %s max %s", lo.Round(time.Microsecond),
+			(total / time.Duration(info.Received)).Round(time.Microsecond), hi.Round(time.Microsecond))
+	}
+	switch {
+	case err == nil:
+	case info.Received == 0 && !isTimeout(err):
+		// Closed before the relay carried anything: Register was refused.
+		st.Status, st.Detail = StatusSkipped, "the session ended before any echo"
+		s.fail(StageRegister, err)
+	default:
 		st.Status = StatusFailed
-		stage := StageEcho
-		if info.Received == 0 && !isTimeout(err) {
-			stage = StageRegister // closed before the relay carried anything: Register was refused
-		}
-		s.fail(stage, err)
+		s.fail(StageEcho, err)
 	}
 }
 
@@ -156,6 +161,9 @@ func isTimeout(err error) bool {
 func (s *session) fail(stage string, err error) {
 	st := s.res.stage(stage)
 	st.Status = StatusFailed
+	if stage == StageRegister {
+		st.Detail = "Register for key " + s.cfg.key.Fingerprint() + " refused:"
+	}
 	var ce *websocket.CloseError
 	switch {
 	case errors.As(err, &ce):
