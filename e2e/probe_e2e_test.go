@@ -1,0 +1,94 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/tools/probe"
+)
+
+// runProbe runs wirekube-relay-probe in-process with --output json and
+// returns its exit code and report; a token in the report fails the test.
+func (e *env) runProbe(t *testing.T, args ...string) (int, probe.Result) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := probe.Command(context.Background(), append(args, "--output", "json", "--timeout", "5s"), &out, &errb)
+	e.mu.Lock()
+	tokens := append([]string(nil), e.tokens...)
+	e.mu.Unlock()
+	for _, tok := range tokens {
+		if bytes.Contains(out.Bytes(), []byte(tok)) || bytes.Contains(errb.Bytes(), []byte(tok)) {
+			t.Fatal("the probe printed a token")
+		}
+	}
+	var res probe.Result
+	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+		t.Fatalf("probe output is not JSON (%v, exit %d): %s %s", jerr, probe.ExitCode(err), out.String(), errb.String())
+	}
+	return probe.ExitCode(err), res
+}
+
+func (e *env) frontCAFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(e.runDir, "front-ca.pem")
+	fatalIf(t, os.WriteFile(p, e.stack.FrontCA.CertPEM, 0o644))
+	return p
+}
+
+// testProbe: the probe against the real stack, for success and for each
+// failure an operator can meet with real credentials.
+func (e *env) testProbe(t *testing.T, f front) {
+	ctx := context.Background()
+	ca := e.frontCAFile(t)
+	good := e.podAgent(t, peerName(f, "probe-ok"))
+	noPeer := e.peerSAIdentity(t, peerName(f, "probe-nopeer"), false, "")
+	saGone := e.peerSAIdentity(t, peerName(f, "probe-sagone"), true, "")
+	fatalIf(t, e.cluster.DeleteServiceAccount(ctx, harness.Namespace, saGone.sa.Name))
+	wrongAud := e.writeTokenFile(t, "probe-wrong-aud", e.tokenFor(t, harness.Namespace, agentSA,
+		harness.TokenOptions{Audience: "https://kubernetes.default.svc.cluster.local", BoundKind: "Pod",
+			BoundName: good.pod.Name, BoundUID: string(good.pod.UID)}))
+	garbage := e.writeTokenFile(t, "probe-garbage", e.track("not-a-jwt-"+peerName(f, "probe")))
+	inURL := f.url + "?access_token=" + url.QueryEscape(good.token)
+	otherKey := e.newKey(t)
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		reason contract.Reason
+	}{
+		{"ok", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitOK, ""},
+		{"no_token", []string{"--url", f.url, "--token-file", "", "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMissing},
+		{"garbage_token", []string{"--url", f.url, "--token-file", garbage, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenInvalid},
+		{"wrong_audience", []string{"--url", f.url, "--token-file", wrongAud, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenInvalid},
+		{"token_in_url", []string{"--url", inURL, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitRejected, contract.ReasonTokenInURL},
+		{"peer_not_found", []string{"--url", f.url, "--token-file", noPeer.tokenFile, "--public-key", noPeer.key.Base64(), "--ca-file", ca}, probe.ExitDenied403, contract.ReasonPeerNotFound},
+		{"service_account_gone", []string{"--url", f.url, "--token-file", saGone.tokenFile, "--public-key", saGone.key.Base64(), "--ca-file", ca}, probe.ExitDenied403, contract.ReasonServiceAccountNotFound},
+		{"key_mismatch", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
+		{"untrusted_ca", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64()}, probe.ExitTLS, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, res := e.runProbe(t, tc.args...)
+			if code != tc.code || res.Reason != string(tc.reason) {
+				t.Fatalf("exit %d reason %q, want exit %d reason %q; report %+v", code, res.Reason, tc.code, tc.reason, res)
+			}
+			if code != probe.ExitOK && res.Fix == "" {
+				t.Errorf("no fix printed")
+			}
+			if last := res.Stages[len(res.Stages)-1]; code == probe.ExitOK && (last.Echo == nil || last.Echo.Received != probe.DefaultCount) {
+				t.Errorf("echo stage %+v, want %d round trips", last, probe.DefaultCount)
+			}
+		})
+	}
+	// After the probe's sessions, the real agent still connects with its key.
+	session(t, f, good).Close()
+}
