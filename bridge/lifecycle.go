@@ -36,10 +36,15 @@ func (s *Server) ListenAndRun(ctx context.Context) error {
 // ctx is done, then drains (see Drain) and returns. It closes both
 // listeners. The error is nil after a drain, or the first serve failure.
 func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
-	servers := []*http.Server{{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	// Timeouts cover plain HTTP requests (probes, denials); upgraded
+	// connections are hijacked and follow the session rules instead.
+	newServer := func(h http.Handler) *http.Server {
+		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	}
+	servers := []*http.Server{newServer(s.Handler())}
 	listeners := []net.Listener{ln}
 	if adminLn != nil {
-		servers = append(servers, &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, newServer(s.AdminHandler()))
 		listeners = append(listeners, adminLn)
 	}
 	errc := make(chan error, len(servers))

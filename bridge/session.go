@@ -82,7 +82,6 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id Identity, re
 // run serves the session until both directions have stopped and returns
 // how it ended. It closes the client connection; end closes the relay one.
 func (s *session) run() *closeError {
-
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
