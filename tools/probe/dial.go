@@ -133,6 +133,8 @@ func (d *dialer) tlsFix(err error, st *Stage) string {
 	var verr *tls.CertificateVerificationError
 	if errors.As(err, &verr) {
 		st.TLS = certInfo(verr.UnverifiedCertificates, d.now())
+		st.Detail = fmt.Sprintf("certificate subject %q, issuer %q, expires %s:", st.TLS.Subject, st.TLS.Issuer,
+			st.TLS.NotAfter.Format(time.RFC3339))
 	}
 	var (
 		unknown  x509.UnknownAuthorityError

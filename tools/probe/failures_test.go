@@ -162,7 +162,7 @@ func TestProbeTLSFailures(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown authority", []string{"--url", tlsEnv.url()}, "pass --ca-file"},
+		{"unknown authority", []string{"--url", tlsEnv.url()}, `certificate subject "O=Acme Co", issuer "O=Acme Co"`},
 		{"plain http endpoint", []string{"--url", "wss" + strings.TrimPrefix(plainEnv.url(), "ws")}, "does not speak TLS"},
 		{"wrong host name", []string{"--url", strings.Replace(tlsEnv.url(), "127.0.0.1", "localhost", 1), "--ca-file", tlsEnv.caFile}, "not valid for \"localhost\""},
 	} {
@@ -172,7 +172,7 @@ func TestProbeTLSFailures(t *testing.T) {
 			if code != ExitTLS {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
-			assertContains(t, out, "FAIL tls", tc.want)
+			assertContains(t, out, "FAIL tls", tc.want, "result: tls (exit 4)")
 		})
 	}
 }
