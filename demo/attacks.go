@@ -1,0 +1,131 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// revocationWindow is how long kube-apiserver itself keeps accepting a token
+// whose Pod is gone (SPEC section 3, about 10 s). The gateway must deny
+// well inside it; the demo gives its informer until a second before.
+const revocationWindow = 9 * time.Second
+
+// attackFunc makes one attempt and returns the answer and a detail line.
+type attackFunc func(ctx context.Context) (Outcome, string)
+
+// cast names the nodes of the attacks: a and b are the live agents, c the
+// attacker's node (its Pod is deleted by the last attack).
+type cast struct{ a, b, c *node }
+
+// runAttacks runs every attack of the table in order.
+func (e *env) runAttacks(ctx context.Context, n cast) []AttackResult {
+	runs := map[string]attackFunc{
+		AttackOtherNodesKey: func(ctx context.Context) (Outcome, string) { return e.otherNodesKey(ctx, n) },
+		AttackNoToken: func(ctx context.Context) (Outcome, string) {
+			return e.tryUpgrade(ctx, agent.Options{URL: e.url(), TLS: e.tls}), ""
+		},
+		AttackWrongAudience: func(ctx context.Context) (Outcome, string) { return e.wrongAudience(ctx, n.a) },
+		AttackTokenInURL:    func(ctx context.Context) (Outcome, string) { return e.tokenInURL(ctx, n.a) },
+		AttackDeletedPod:    func(ctx context.Context) (Outcome, string) { return e.deletedPod(ctx, n.c) },
+	}
+	var out []AttackResult
+	for _, at := range Attacks() {
+		got, detail := runs[at.Name](ctx)
+		out = append(out, AttackResult{Attack: at, Got: got, Detail: detail})
+	}
+	return out
+}
+
+// tryUpgrade only upgrades; an accepted upgrade is closed again at once.
+func (e *env) tryUpgrade(ctx context.Context, o agent.Options) Outcome {
+	c, err := agent.DialRaw(ctx, o)
+	if err == nil {
+		c.Close()
+	}
+	return outcomeOf(err)
+}
+
+// otherNodesKey: node-c's valid token, but it registers node-b's key. The
+// identity is fine, so the upgrade succeeds; the bridge must close the
+// session instead of forwarding the Register.
+func (e *env) otherNodesKey(ctx context.Context, n cast) (Outcome, string) {
+	c, err := agent.Dial(ctx, e.agentOptions(n.c), n.b.key)
+	if err != nil {
+		return outcomeOf(err), ""
+	}
+	defer c.Close()
+	ce, err := c.WaitClose(ioTimeout)
+	if ce != nil {
+		return outcomeOf(ce), ""
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return Outcome{Kind: KindOpen}, fmt.Sprintf("not closed within %s", ioTimeout)
+	}
+	return outcomeOf(err), ""
+}
+
+func (e *env) wrongAudience(ctx context.Context, a *node) (Outcome, string) {
+	tok, err := e.podToken(ctx, a, harness.Issuer)
+	if err != nil {
+		return Outcome{Kind: KindError, Reason: err.Error()}, ""
+	}
+	return e.tryUpgrade(ctx, agent.Options{URL: e.url(), Token: tok, TLS: e.tls}), "audience " + harness.Issuer
+}
+
+// tokenInURL: a valid Authorization header, and a second valid token in the
+// query string, where access logs and proxies would keep it.
+func (e *env) tokenInURL(ctx context.Context, a *node) (Outcome, string) {
+	tok, err := e.podToken(ctx, a, contract.DefaultAudience)
+	if err != nil {
+		return Outcome{Kind: KindError, Reason: err.Error()}, ""
+	}
+	o := e.agentOptions(a)
+	o.URL += "?access_token=" + url.QueryEscape(tok)
+	return e.tryUpgrade(ctx, o), ""
+}
+
+// deletedPod: node-c connects properly first, so extauthz holds its
+// TokenReview in cache; then its Pod is force-deleted. The token must be
+// refused well before kube-apiserver's own ~10 s validation cache expires.
+func (e *env) deletedPod(ctx context.Context, c *node) (Outcome, string) {
+	conn, err := e.connect(ctx, c)
+	if err != nil {
+		return Outcome{Kind: KindError, Reason: "node-c could not connect before the deletion: " + err.Error()}, ""
+	}
+	conn.Close()
+	deleted := time.Now()
+	if err := e.cluster.DeletePodNow(ctx, harness.Namespace, c.pod.Name); err != nil {
+		return Outcome{Kind: KindError, Reason: err.Error()}, ""
+	}
+	want := Refused(contract.ReasonPodNotFound)
+	var got Outcome
+	for time.Since(deleted) < revocationWindow && ctx.Err() == nil {
+		if got = e.tryUpgrade(ctx, e.agentOptions(c)); got == want {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return got, fmt.Sprintf("%s after the deletion", roundDuration(time.Since(deleted)))
+}
+
+// connect dials n's agent (Register with its own key) and proves the session
+// is live with an echo through the relay.
+func (e *env) connect(ctx context.Context, n *node) (*agent.Conn, error) {
+	c, err := agent.Dial(ctx, e.agentOptions(n), n.key)
+	if err != nil {
+		return nil, err
+	}
+	if err := echo(c, n.key); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}

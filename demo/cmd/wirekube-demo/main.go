@@ -1,0 +1,79 @@
+// Command wirekube-demo runs the whole WireKube relay gateway on this
+// machine: `make demo` (checks, attacks, a report, then everything stops)
+// and `make up` (--up: the same stack until Ctrl-C). See docs/demo.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/wirekube/relay-ws/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "wirekube-demo:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o := demo.DefaultOptions()
+	o.Progress = out
+	fs := flag.NewFlagSet("wirekube-demo", flag.ContinueOnError)
+	fs.SetOutput(out)
+	o.AddFlags(fs)
+	up := fs.Bool("up", false, "keep the stack running until Ctrl-C instead of running the checks")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *up {
+		return runUp(ctx, o, out)
+	}
+	rep, err := demo.Run(ctx, o)
+	if werr := rep.WriteText(out); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return err
+}
+
+// runUp serves until ctx ends (SIGINT or SIGTERM); a stack that came up and
+// was stopped by the signal is a success.
+func runUp(ctx context.Context, o demo.Options, out io.Writer) error {
+	probe := "bin/wirekube-relay-probe"
+	if o.BinDir != "" {
+		probe = filepath.Join(o.BinDir, "wirekube-relay-probe")
+	}
+	rep, err := demo.Up(ctx, o, func(rep *demo.Report) {
+		demo.WriteUpInstructions(out, rep, probe)
+	})
+	if err != nil {
+		rep.WriteText(out)
+		return err
+	}
+	fmt.Fprintln(out, "wirekube-demo: stopped; state kept in", rep.Where.StateDir)
+	return nil
+}

@@ -1,0 +1,37 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteUpInstructions prints how to use the running stack of `make up`:
+// the probe as an agent's operator runs it, kubectl and curl. probe is the
+// path of wirekube-relay-probe. No token or key is printed: the commands
+// read them from the state dir's files.
+func WriteUpInstructions(w io.Writer, rep *Report, probe string) error {
+	wh := rep.Where
+	tokenA, keyA := firstOr(wh.TokenFiles, "<token file>"), firstOr(wh.KeyFiles, "<key file>")
+	pubA := strings.TrimSuffix(keyA, ".key") + ".pub"
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe stack is up: %s in front of wirekube-extauthz and wirekube-bridge. Ctrl-C stops everything.\n\n", wh.Front)
+	fmt.Fprintf(&b, "Connect as node-a's agent with the probe:\n  %s --url %s \\\n    --token-file %s --ca-file %s \\\n    --public-key $(cat %s)\n",
+		probe, wh.URL, tokenA, wh.CAFile, pubA)
+	fmt.Fprintf(&b, "  (or --private-key-file %s; node-b has the same files under its name)\n\n", keyA)
+	fmt.Fprintf(&b, "Look at the cluster:\n  KUBECONFIG=%s kubectl get wkpeer\n", wh.Kubeconfig)
+	fmt.Fprintf(&b, "  KUBECONFIG=%s kubectl -n wirekube-system create token wirekube-agent \\\n"+
+		"    --audience=wirekube-relay --bound-object-kind=Pod --bound-object-name=agent-node-a > %s\n\n", wh.Kubeconfig, tokenA)
+	fmt.Fprintf(&b, "Talk to the front with curl:\n  curl --cacert %s %s/healthz\n", wh.CAFile, wh.HTTPSBase)
+	fmt.Fprintf(&b, "  curl -i --cacert %s %s/relay    # a plain GET: 400 not_websocket\n\n", wh.CAFile, wh.HTTPSBase)
+	fmt.Fprintf(&b, "Metrics: %s  %s\nLogs: %s\n", wh.ExtauthzMetrics, wh.BridgeMetrics, wh.LogDir)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
+}
