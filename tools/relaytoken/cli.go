@@ -73,14 +73,20 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and builds the tool; flag errors are usage errors.
-func (c *cli) parse(fs *flag.FlagSet, args []string) (*Tool, error) {
+// parse parses args; flag errors are usage errors.
+func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected argument %q (every input is a flag)", ErrUsage, fs.Arg(0))
+		return fmt.Errorf("%w: unexpected argument %q (every input is a flag)", ErrUsage, fs.Arg(0))
 	}
+	return nil
+}
+
+// tool builds the API clients; called after the flags were validated, so
+// a usage error never waits for a kubeconfig.
+func (c *cli) tool() (*Tool, error) {
 	cl, err := c.newClients(c.kube)
 	if err != nil {
 		return nil, err
@@ -97,12 +103,15 @@ func (c *cli) issue(ctx context.Context, args []string) error {
 	fs.StringVar(&o.Secret, "secret", "", "write the token to this Secret (key \"token\"), usable as authSecretRef")
 	fs.StringVar(&o.Output, "output", "", "write the token to this file (mode 0600), or - for stdout")
 	fs.BoolVar(&o.AllowMissingPeer, "allow-missing-peer", false, "issue even if the WireKubePeer does not exist")
-	t, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	o.Namespace = c.namespace
-	if err := o.Validate(); err != nil { // before any API call
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	t, err := c.tool()
+	if err != nil {
 		return err
 	}
 	report := c.stdout
@@ -133,7 +142,10 @@ func (c *cli) printIssued(w io.Writer, r Issued) {
 func (c *cli) list(ctx context.Context, args []string) error {
 	fs := c.flags("list")
 	all := fs.Bool("all-namespaces", false, "list managed ServiceAccounts in every namespace")
-	t, err := c.parse(fs, args)
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	t, err := c.tool()
 	if err != nil {
 		return err
 	}
@@ -151,11 +163,14 @@ func (c *cli) list(ctx context.Context, args []string) error {
 func (c *cli) revoke(ctx context.Context, args []string) error {
 	fs := c.flags("revoke")
 	peer := fs.String("peer", "", "WireKubePeer name (required)")
-	t, err := c.parse(fs, args)
-	if err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if err := ValidatePeer(*peer); err != nil {
+		return err
+	}
+	t, err := c.tool()
+	if err != nil {
 		return err
 	}
 	res, err := t.Revoke(ctx, c.namespace, *peer)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,6 +155,22 @@ func TestCommandUsage(t *testing.T) {
 		_, _, err := fc.run(t, tc.args...)
 		if ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: exit %d, err %v, want %q", tc.args, ExitCode(err), err, tc.want)
+		}
+	}
+}
+
+func TestUsageErrorsNeedNoCluster(t *testing.T) {
+	noCluster := func(KubeOptions) (Clients, error) { return Clients{}, errors.New("kubeconfig: none found") }
+	for _, args := range [][]string{
+		{"issue", "--peer", "Bad_Name", "--secret", "s"},
+		{"issue", "--peer", "node-a"},
+		{"revoke", "--peer", ""},
+		{"list", "extra"},
+	} {
+		var out, errb strings.Builder
+		err := command(context.Background(), args, &out, &errb, noCluster, time.Now)
+		if ExitCode(err) != 2 || strings.Contains(err.Error(), "kubeconfig") {
+			t.Errorf("%v: exit %d, err %v: want a usage error before any cluster access", args, ExitCode(err), err)
 		}
 	}
 }
