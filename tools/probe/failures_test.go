@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
 )
 
 type reasonConst struct {
@@ -269,4 +271,42 @@ func FuzzSanitizeReason(f *testing.F) {
 			t.Fatalf("reasonPrefix(%q) = %q is not a prefix", s, p)
 		}
 	})
+}
+
+func TestProbeAfterRegister(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		msg   []byte
+		text  bool
+		code  int
+		wants []string
+	}{
+		{"relay error frame", relayproto.AppendFrame(nil, relayproto.TypeError, []byte("boom\x00")), false, ExitClosed,
+			[]string{"FAIL register", "relay error frame: boom?", "result: closed (exit 8)"}},
+		{"text message", []byte("hello"), true, ExitClosed,
+			[]string{"FAIL register", "the gateway sent a text message", "result: closed (exit 8)"}},
+		{"relay probe is answered", relayproto.AppendFrame(nil, relayproto.TypeRelayProbe, []byte("12345678")), false, ExitOK,
+			[]string{"3/3 round trips", "result: ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t, false)
+			env.bridge.afterRegister, env.bridge.textMessage = tc.msg, tc.text
+			env.bridge.relayProbeAnswered = make(chan []byte, 1)
+			code, out, _ := runProbe(t, env.args()...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			assertContains(t, out, tc.wants...)
+			if tc.code == ExitOK {
+				select {
+				case got := <-env.bridge.relayProbeAnswered:
+					if string(got) != "12345678" {
+						t.Errorf("RelayProbe answered with %q", got)
+					}
+				case <-time.After(5 * time.Second):
+					t.Error("RelayProbe not answered")
+				}
+			}
+		})
+	}
 }

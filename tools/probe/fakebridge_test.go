@@ -30,6 +30,13 @@ type fakeBridge struct {
 	closeText string
 	// noEcho swallows Data frames instead of echoing them.
 	noEcho bool
+	// afterRegister, when set, is sent right after Register is accepted:
+	// e.g. an Error frame, a RelayProbe, or a text message (textMessage).
+	afterRegister []byte
+	textMessage   bool
+	// relayProbeAnswered receives the body of each RelayProbe the client
+	// echoes (buffered by the test).
+	relayProbeAnswered chan []byte
 }
 
 func (b *fakeBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -71,10 +78,22 @@ func (b *fakeBridge) relay(conn *websocket.Conn) {
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 		return
 	}
+	if b.afterRegister != nil {
+		typ := websocket.BinaryMessage
+		if b.textMessage {
+			typ = websocket.TextMessage
+		}
+		if conn.WriteMessage(typ, b.afterRegister) != nil {
+			return
+		}
+	}
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
 			return
+		}
+		if f.Type == relayproto.TypeRelayProbe && b.relayProbeAnswered != nil {
+			b.relayProbeAnswered <- append([]byte(nil), f.Body...)
 		}
 		if f.Type != relayproto.TypeData || b.noEcho {
 			continue

@@ -175,6 +175,9 @@ func (s *session) fail(stage string, err error) {
 			reason, fix = "", fixForCloseCode(ce.Code)
 		}
 		s.res.fail(ExitClosed, reason, fix)
+	case errors.As(err, new(*errRelay)):
+		st.Error = err.Error()
+		s.res.fail(ExitClosed, "", "the relay answered with an Error frame: read its text above and the relay's logs")
 	case isTimeout(err):
 		st.Error = fmt.Sprintf("no echo within %s", s.cfg.timeout)
 		s.res.fail(ExitEchoTimeout, "", "the session was accepted but the relay did not return a Data frame sent to our own key: check the bridge's raw relay connection (/readyz) and the relay's logs")
