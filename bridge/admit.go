@@ -53,25 +53,25 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 
 // admit runs the checks that need no relay: method, body, upgrade headers,
 // identity, origin, subprotocol. Any failure is a deny: fail closed.
-func (s *Server) admit(r *http.Request) (Identity, contract.Reason, error) {
+func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	switch {
 	case r.Method != http.MethodGet:
-		return Identity{}, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
+		return peerIdentity{}, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
 	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
-		return Identity{}, contract.ReasonRequestBody, errors.New("request has a body")
+		return peerIdentity{}, contract.ReasonRequestBody, errors.New("request has a body")
 	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
 		r.Header.Get("Sec-WebSocket-Key") == "":
-		return Identity{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+		return peerIdentity{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
 	}
 	id, err := parseIdentity(r.Header)
 	if err != nil {
-		return Identity{}, contract.ReasonIdentityHeaderInvalid, err
+		return peerIdentity{}, contract.ReasonIdentityHeaderInvalid, err
 	}
 	if !s.originAllowed(r) {
-		return Identity{}, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
+		return peerIdentity{}, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) {
-		return Identity{}, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
+		return peerIdentity{}, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
 	}
 	return id, "", nil
 }

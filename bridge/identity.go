@@ -15,8 +15,8 @@ import (
 // missing, repeated or malformed: the proxy is misconfigured.
 var ErrIdentityHeader = errors.New("bridge: identity header invalid")
 
-// Identity is what the proxy vouched for, from the ext_authz answer.
-type Identity struct {
+// peerIdentity is what the proxy vouched for, from the ext_authz answer.
+type peerIdentity struct {
 	Peer         string         // WireKubePeer name
 	Key          relayproto.Key // the only key this session may register
 	Subject      string         // authenticated ServiceAccount username
@@ -29,8 +29,8 @@ const maxHeaderValue = 512
 // parseIdentity reads exactly the SPEC section 5 headers. Each must appear
 // exactly once (a repeated header could be a client copy the proxy failed
 // to strip) and be well formed. Any failure is a deny: fail closed.
-func parseIdentity(h http.Header) (Identity, error) {
-	var id Identity
+func parseIdentity(h http.Header) (peerIdentity, error) {
+	var id peerIdentity
 	var key, expires string
 	for _, f := range []struct {
 		name string
@@ -42,20 +42,20 @@ func parseIdentity(h http.Header) (Identity, error) {
 		v := h.Values(f.name)
 		switch {
 		case len(v) == 0:
-			return Identity{}, fmt.Errorf("%w: %s missing", ErrIdentityHeader, f.name)
+			return peerIdentity{}, fmt.Errorf("%w: %s missing", ErrIdentityHeader, f.name)
 		case len(v) > 1:
-			return Identity{}, fmt.Errorf("%w: %s repeated", ErrIdentityHeader, f.name)
+			return peerIdentity{}, fmt.Errorf("%w: %s repeated", ErrIdentityHeader, f.name)
 		case !printable(v[0]):
-			return Identity{}, fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, f.name)
+			return peerIdentity{}, fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, f.name)
 		}
 		*f.dst = v[0]
 	}
 	var err error
 	if id.Key, err = relayproto.ParseKey(key); err != nil {
-		return Identity{}, fmt.Errorf("%w: %s: not 32 bytes of base64", ErrIdentityHeader, contract.HeaderPublicKey)
+		return peerIdentity{}, fmt.Errorf("%w: %s: not 32 bytes of base64", ErrIdentityHeader, contract.HeaderPublicKey)
 	}
 	if id.TokenExpires, err = time.Parse(time.RFC3339, expires); err != nil {
-		return Identity{}, fmt.Errorf("%w: %s: not RFC 3339", ErrIdentityHeader, contract.HeaderTokenExpires)
+		return peerIdentity{}, fmt.Errorf("%w: %s: not RFC 3339", ErrIdentityHeader, contract.HeaderTokenExpires)
 	}
 	return id, nil
 }

@@ -99,7 +99,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// Validate reports the first invalid setting, naming its flag.
+// Validate reports every invalid setting, each error naming its flag.
 func (o *Options) Validate() error {
 	var errs []error
 	if o.Listen == "" {

@@ -149,7 +149,7 @@ func (s *Server) releaseSlot() {
 
 // serveSession runs an upgraded session to its end, then logs and counts
 // it. It runs in the goroutine handleRelay starts for the session.
-func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id Identity, remote string) {
+func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string) {
 	sess := newSession(s, ws, relay, id, remote)
 
 	s.mu.Lock()

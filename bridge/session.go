@@ -19,7 +19,7 @@ type session struct {
 	srv    *Server
 	ws     *websocket.Conn
 	relay  net.Conn
-	id     Identity
+	id     peerIdentity
 	remote string
 	start  time.Time
 
@@ -64,7 +64,7 @@ func (s *session) release(sb *streamBuf) {
 }
 
 // newSession arms the register deadline and the pinger; run must follow.
-func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id Identity, remote string) *session {
+func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string) *session {
 	s := &session{srv: srv, ws: ws, relay: relay, id: id, remote: remote, start: time.Now()}
 	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay}
 	s.mu.Lock()
