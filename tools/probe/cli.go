@@ -42,12 +42,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // Run probes with o and writes the report to w. The returned error carries
 // the exit code (see ExitCode); nil means every stage passed.
 func Run(ctx context.Context, o Options, w io.Writer) error {
-	c, err := o.Complete()
+	res, err := Check(ctx, o)
 	if err != nil {
 		return err
 	}
-	res := c.Probe(ctx)
-	if c.json {
+	if o.Output == "json" {
 		err = res.WriteJSON(w)
 	} else {
 		err = res.WriteText(w)
@@ -63,4 +62,15 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		msg += " (" + res.Reason + ")"
 	}
 	return &ExitError{Code: res.ExitCode, Err: errors.New(msg)}
+}
+
+// Check probes with o and returns the report for a caller that renders it
+// itself (the demo, tests). The error is only for invalid options (an
+// *ExitError with ExitUsage); a failed probe is a Result with OK false.
+func Check(ctx context.Context, o Options) (*Result, error) {
+	c, err := o.Complete()
+	if err != nil {
+		return nil, err
+	}
+	return c.Probe(ctx), nil
 }

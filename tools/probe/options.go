@@ -75,7 +75,6 @@ type config struct {
 	tls        *tls.Config
 	timeout    time.Duration
 	count      int
-	json       bool
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
@@ -135,7 +134,7 @@ func (o Options) Complete() (config, error) {
 		return config{}, err
 	}
 	u, _ := url.Parse(o.URL)
-	c := config{url: u, timeout: o.Timeout, count: o.Count, json: o.Output == "json", lookupHost: o.lookupHost}
+	c := config{url: u, timeout: o.Timeout, count: o.Count, lookupHost: o.lookupHost}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}

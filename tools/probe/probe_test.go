@@ -179,3 +179,14 @@ func TestProbeNoToken(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func TestCheckReturnsTheResult(t *testing.T) {
+	env := newTestEnv(t, false)
+	res, err := Check(context.Background(), Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Count: 2})
+	if err != nil || !res.OK || res.Stages[len(res.Stages)-1].Echo.Received != 2 {
+		t.Fatalf("Check: %v %+v", err, res)
+	}
+	if _, err := Check(context.Background(), Options{}); ExitCode(err) != ExitUsage {
+		t.Fatalf("Check without options: %v", err)
+	}
+}
