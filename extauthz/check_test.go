@@ -1,0 +1,295 @@
+package extauthz
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc/codes"
+	authnv1 "k8s.io/api/authentication/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// checkRequest builds a CheckRequest as Envoy fills it for a WebSocket
+// upgrade of target with token; edit adjusts the lower-case header map.
+func checkRequest(method, target, token string, edit func(h map[string]string)) *authv3.CheckRequest {
+	h := map[string]string{
+		":authority":             "relay.example.com",
+		":method":                method,
+		":path":                  target,
+		":scheme":                "https",
+		"upgrade":                "websocket",
+		"connection":             "Upgrade",
+		"sec-websocket-version":  "13",
+		"sec-websocket-key":      "dGhlIHNhbXBsZSBub25jZQ==",
+		"sec-websocket-protocol": contract.Subprotocol,
+		"user-agent":             "wirekube-agent/0.0.17",
+		"x-forwarded-proto":      "https",
+		"x-request-id":           "f2b6c3f0-0000-4000-8000-000000000001",
+	}
+	if token != "" {
+		h["authorization"] = "Bearer " + token
+	}
+	if edit != nil {
+		edit(h)
+	}
+	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Id: "1", Method: method, Path: target, Host: "relay.example.com", Scheme: "https",
+			Protocol: "HTTP/1.1", Headers: h, Size: 0,
+		}},
+	}}
+}
+
+func relayCheck(token string, edit func(h map[string]string)) *authv3.CheckRequest {
+	return checkRequest("GET", "/relay", token, edit)
+}
+
+// tokens returns one token per identity fixture of the table.
+func (e *env) tokens() map[string]string {
+	agent := func(extra map[string]string) string {
+		return e.answer(static(saStatus("wirekube-system", "wirekube-agent", agentSAUID, extra)))
+	}
+	peer := func(node, uid string) string {
+		return e.answer(static(saStatus("wirekube-system", "wirekube-relay-peer-"+node, uid, nil)))
+	}
+	podA := map[string]string{"pod-name": "agent-a", "pod-uid": podAUID, "node-name": "node-a", "node-uid": nodeAUID}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for k2, v2 := range podA {
+			m[k2] = v2
+		}
+		m[k] = v
+		return m
+	}
+	wrongAud := saStatus("wirekube-system", "wirekube-agent", agentSAUID, podA)
+	wrongAud.Audiences = []string{"https://kubernetes.default.svc"}
+	user := saStatus("x", "y", "u", nil)
+	user.User.Username = "alice"
+	return map[string]string{
+		"agent-pod":         agent(podA),
+		"agent-node":        agent(map[string]string{"node-name": "node-a", "node-uid": nodeAUID}),
+		"agent-unbound":     agent(map[string]string{"credential-id": "JTI=1"}),
+		"pod-missing":       agent(with("pod-name", "agent-ghost")),
+		"pod-uid":           agent(with("pod-uid", "uid-other")),
+		"pod-sa":            agent(map[string]string{"pod-name": "agent-other-sa", "pod-uid": "uid-pod-other"}),
+		"pod-unscheduled":   agent(map[string]string{"pod-name": "agent-pending", "pod-uid": "uid-pod-pending"}),
+		"pod-node":          agent(with("node-name", "node-z")),
+		"node-uid":          agent(map[string]string{"node-name": "node-a", "node-uid": "uid-node-old"}),
+		"node-missing":      agent(map[string]string{"node-name": "node-gone"}),
+		"peer-sa":           peer("node-b", "uid-sa-peer-b"),
+		"peer-sa-uid":       peer("node-b", "uid-sa-peer-b-old"),
+		"peer-sa-gone":      peer("node-gone", "uid-x"),
+		"peer-empty-suffix": peer("", "uid-x"),
+		"peer-missing":      peer("node-c", "uid-sa-peer-c"),
+		"peer-bad-key":      peer("node-bad", "uid-sa-peer-bad"),
+		"stranger":          e.answer(static(saStatus("default", "stranger", "uid-sa-stranger", nil))),
+		"user":              e.answer(static(user)),
+		"prometheus":        e.answer(static(saStatus("monitoring", "prometheus", "uid-sa-prom", nil))),
+		"audience":          e.answer(static(wrongAud)),
+		"invalid":           e.answer(static(authnv1.TokenReviewStatus{Error: "token has expired"})),
+		"api-error":         e.answer(func(string) (authnv1.TokenReviewStatus, error) { return authnv1.TokenReviewStatus{}, errFakeAPI }),
+		"unknown":           newToken(e.clock.Now().Add(time.Hour)),
+		"no-exp":            "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ0ZXN0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+	}
+}
+
+type checkCase struct {
+	name   string
+	req    func(tok map[string]string) *authv3.CheckRequest
+	reason contract.Reason // empty: allow
+	peer   string
+}
+
+func checkCases() []checkCase {
+	relay := func(id string) func(map[string]string) *authv3.CheckRequest {
+		return func(tok map[string]string) *authv3.CheckRequest { return relayCheck(tok[id], nil) }
+	}
+	edited := func(id string, edit func(h map[string]string)) func(map[string]string) *authv3.CheckRequest {
+		return func(tok map[string]string) *authv3.CheckRequest { return relayCheck(tok[id], edit) }
+	}
+	target := func(method, target, id string) func(map[string]string) *authv3.CheckRequest {
+		return func(tok map[string]string) *authv3.CheckRequest { return checkRequest(method, target, tok[id], nil) }
+	}
+	targetWith := func(target string, withTok func(tok string) string) func(map[string]string) *authv3.CheckRequest {
+		return func(tok map[string]string) *authv3.CheckRequest {
+			return checkRequest("GET", withTok(tok["agent-pod"]), tok["agent-pod"], nil)
+		}
+	}
+	return []checkCase{
+		{name: "agent pod-bound token", req: relay("agent-pod"), peer: "node-a"},
+		{name: "agent node-bound token", req: relay("agent-node"), peer: "node-a"},
+		{name: "dedicated peer ServiceAccount", req: relay("peer-sa"), peer: "node-b"},
+		{name: "allowed origin", req: edited("agent-pod", func(h map[string]string) { h["origin"] = "https://dash.example.com" }), peer: "node-a"},
+		{name: "bearer scheme in lower case", req: edited("agent-pod", func(h map[string]string) {
+			h["authorization"] = strings.Replace(h["authorization"], "Bearer", "bearer", 1)
+		}), peer: "node-a"},
+		{name: "no authorization header", req: relay("none"), reason: contract.ReasonTokenMissing},
+		{name: "empty authorization header", req: edited("agent-pod", func(h map[string]string) { h["authorization"] = "" }), reason: contract.ReasonTokenMissing},
+		{name: "bearer without token", req: edited("agent-pod", func(h map[string]string) { h["authorization"] = "Bearer " }), reason: contract.ReasonTokenMissing},
+		{name: "basic scheme", req: edited("agent-pod", func(h map[string]string) { h["authorization"] = "Basic dXNlcjpwYXNz" }), reason: contract.ReasonTokenMalformed},
+		{name: "not a JWT", req: edited("agent-pod", func(h map[string]string) { h["authorization"] = "Bearer abcdefghijklmnopqrstuvwxyz" }), reason: contract.ReasonTokenMalformed},
+		{name: "JWT without exp", req: relay("no-exp"), reason: contract.ReasonTokenMalformed},
+		{name: "oversized token", req: edited("agent-pod", func(h map[string]string) {
+			h["authorization"] = "Bearer a." + strings.Repeat("b", MaxTokenLength) + ".c"
+		}), reason: contract.ReasonTokenMalformed},
+		{name: "repeated authorization joined by comma", req: edited("agent-pod", func(h map[string]string) {
+			h["authorization"] += ",Bearer " + strings.TrimPrefix(h["authorization"], "Bearer ")
+		}), reason: contract.ReasonAuthorizationRepeated},
+		{name: "access_token in query", req: target("GET", "/relay?access_token=abc", "agent-pod"), reason: contract.ReasonTokenInURL},
+		{name: "token in query beside a valid header", req: targetWith("", func(t string) string { return "/relay?token=" + t }), reason: contract.ReasonTokenInURL},
+		{name: "JWT-shaped query value", req: targetWith("", func(t string) string { return "/relay?x=1&q=" + t }), reason: contract.ReasonTokenInURL},
+		{name: "JWT in path", req: targetWith("", func(t string) string { return "/relay/" + t }), reason: contract.ReasonTokenInURL},
+		{name: "token in URL without header", req: func(tok map[string]string) *authv3.CheckRequest {
+			return checkRequest("GET", "/relay?access_token="+tok["agent-pod"], "", nil)
+		}, reason: contract.ReasonTokenInURL},
+		{name: "POST to relay", req: target("POST", "/relay", "agent-pod"), reason: contract.ReasonNotWebSocket},
+		{name: "no upgrade header", req: edited("agent-pod", func(h map[string]string) { delete(h, "upgrade") }), reason: contract.ReasonNotWebSocket},
+		{name: "upgrade h2c", req: edited("agent-pod", func(h map[string]string) { h["upgrade"] = "h2c" }), reason: contract.ReasonNotWebSocket},
+		{name: "connection without upgrade", req: edited("agent-pod", func(h map[string]string) { h["connection"] = "keep-alive" }), reason: contract.ReasonNotWebSocket},
+		{name: "request body", req: edited("agent-pod", func(h map[string]string) { h["content-length"] = "12" }), reason: contract.ReasonRequestBody},
+		{name: "chunked body", req: edited("agent-pod", func(h map[string]string) { h["transfer-encoding"] = "chunked" }), reason: contract.ReasonRequestBody},
+		{name: "other path", req: target("GET", "/admin", "agent-pod"), reason: contract.ReasonPathNotAllowed},
+		{name: "dot segments", req: target("GET", "/metrics/../relay", "agent-pod"), reason: contract.ReasonPathNotAllowed},
+		{name: "encoded slash", req: target("GET", "/metrics%2F..%2Frelay", "agent-pod"), reason: contract.ReasonPathNotAllowed},
+		{name: "prefix without segment boundary", req: target("GET", "/metricsx", "prometheus"), reason: contract.ReasonPathNotAllowed},
+		{name: "relay path with a suffix", req: target("GET", "/relay/x", "agent-pod"), reason: contract.ReasonPathNotAllowed},
+		{name: "origin not allowed", req: edited("agent-pod", func(h map[string]string) { h["origin"] = "https://evil.example.com" }), reason: contract.ReasonOriginNotAllowed},
+		{name: "invalid token", req: relay("invalid"), reason: contract.ReasonTokenInvalid},
+		{name: "unknown token", req: relay("unknown"), reason: contract.ReasonTokenInvalid},
+		{name: "audience mismatch", req: relay("audience"), reason: contract.ReasonAudienceMismatch},
+		{name: "api error", req: relay("api-error"), reason: contract.ReasonReviewUnavailable},
+		{name: "unbound agent token", req: relay("agent-unbound"), reason: contract.ReasonTokenNotBound},
+		{name: "bound pod missing", req: relay("pod-missing"), reason: contract.ReasonPodNotFound},
+		{name: "bound pod uid differs", req: relay("pod-uid"), reason: contract.ReasonPodUIDMismatch},
+		{name: "pod runs another ServiceAccount", req: relay("pod-sa"), reason: contract.ReasonPodServiceAccountMismatch},
+		{name: "pod not scheduled", req: relay("pod-unscheduled"), reason: contract.ReasonPodNotScheduled},
+		{name: "pod on another node", req: relay("pod-node"), reason: contract.ReasonNodeMismatch},
+		{name: "node uid differs", req: relay("node-uid"), reason: contract.ReasonNodeMismatch},
+		{name: "node missing", req: relay("node-missing"), reason: contract.ReasonNodeMismatch},
+		{name: "peer ServiceAccount uid differs", req: relay("peer-sa-uid"), reason: contract.ReasonServiceAccountNotFound},
+		{name: "peer ServiceAccount deleted", req: relay("peer-sa-gone"), reason: contract.ReasonServiceAccountNotFound},
+		{name: "peer prefix with empty suffix", req: relay("peer-empty-suffix"), reason: contract.ReasonIdentityNotAllowed},
+		{name: "ServiceAccount not configured", req: relay("stranger"), reason: contract.ReasonIdentityNotAllowed},
+		{name: "not a ServiceAccount", req: relay("user"), reason: contract.ReasonIdentityNotAllowed},
+		{name: "WireKubePeer missing", req: relay("peer-missing"), reason: contract.ReasonPeerNotFound},
+		{name: "WireKubePeer key of 31 bytes", req: relay("peer-bad-key"), reason: contract.ReasonPeerKeyInvalid},
+		{name: "authn-only path, allowlisted", req: target("GET", "/metrics", "prometheus")},
+		{name: "authn-only path below prefix, POST allowed", req: target("POST", "/metrics/x?y=1", "prometheus")},
+		{name: "authn-only path, agent not allowlisted", req: target("GET", "/metrics", "agent-pod"), reason: contract.ReasonIdentityNotAllowed},
+		{name: "authn-only path, invalid token", req: target("GET", "/metrics", "invalid"), reason: contract.ReasonTokenInvalid},
+		{name: "authn-only path, origin not allowed", req: func(tok map[string]string) *authv3.CheckRequest {
+			return checkRequest("GET", "/metrics", tok["prometheus"], func(h map[string]string) { h["origin"] = "null" })
+		}, reason: contract.ReasonOriginNotAllowed},
+	}
+}
+
+func TestCheck(t *testing.T) {
+	e := newEnv(t, nil)
+	tok := e.tokens()
+	for _, tc := range checkCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := e.srv.Check(context.Background(), tc.req(tok))
+			if err != nil {
+				t.Fatalf("Check returned an error (must answer with a CheckResponse): %v", err)
+			}
+			if tc.reason == "" {
+				assertAllowed(t, resp, tc.peer)
+				return
+			}
+			assertDenied(t, resp, tc.reason)
+		})
+	}
+}
+
+func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer string) {
+	t.Helper()
+	if c := codes.Code(resp.GetStatus().GetCode()); c != codes.OK {
+		t.Fatalf("status %v (%s), want OK", c, resp.GetStatus().GetMessage())
+	}
+	ok := resp.GetOkResponse()
+	if ok == nil {
+		t.Fatal("no OkResponse")
+	}
+	if got := ok.GetHeadersToRemove(); len(got) != 1 || got[0] != "authorization" {
+		t.Errorf("headers_to_remove = %q, want [authorization]", got)
+	}
+	got := map[string]string{}
+	for _, h := range ok.GetHeaders() {
+		//lint:ignore SA1019 the deprecated field is what SPEC 4 requires to be set.
+		if h.GetAppend() == nil || h.GetAppend().GetValue() {
+			t.Errorf("header %s: append must be explicitly false", h.GetHeader().GetKey())
+		}
+		if h.GetAppendAction() != corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD {
+			t.Errorf("header %s: append_action %v", h.GetHeader().GetKey(), h.GetAppendAction())
+		}
+		got[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	if peer == "" {
+		if len(got) != 1 || !strings.HasPrefix(got[contract.HeaderIdentity], "system:serviceaccount:monitoring:") {
+			t.Errorf("authn-only allow headers = %v, want only %s", got, contract.HeaderIdentity)
+		}
+		return
+	}
+	want := map[string]string{
+		contract.HeaderPeer:         peer,
+		contract.HeaderPublicKey:    peerKeyB64,
+		contract.HeaderTokenExpires: "2026-11-30T13:00:00Z",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if !strings.HasPrefix(got[contract.HeaderIdentity], "system:serviceaccount:wirekube-system:") || len(got) != 4 {
+		t.Errorf("identity headers = %v", got)
+	}
+}
+
+func assertDenied(t *testing.T, resp *authv3.CheckResponse, reason contract.Reason) {
+	t.Helper()
+	d := resp.GetDeniedResponse()
+	if d == nil {
+		t.Fatalf("allowed (status %v), want deny %s", resp.GetStatus().GetCode(), reason)
+	}
+	hdr := map[string]string{}
+	for _, h := range d.GetHeaders() {
+		hdr[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
+	}
+	if got := contract.Reason(hdr[contract.HeaderDenyReason]); got != reason {
+		t.Fatalf("reason %q, want %q", got, reason)
+	}
+	status := reason.HTTPStatus()
+	if int(d.GetStatus().GetCode()) != status {
+		t.Errorf("http status %d, want %d", d.GetStatus().GetCode(), status)
+	}
+	if want := grpcCode(status); codes.Code(resp.GetStatus().GetCode()) != want {
+		t.Errorf("grpc code %v, want %v", codes.Code(resp.GetStatus().GetCode()), want)
+	}
+	if (hdr["WWW-Authenticate"] == "Bearer") != (status == 401) {
+		t.Errorf("WWW-Authenticate = %q with status %d", hdr["WWW-Authenticate"], status)
+	}
+	if body := d.GetBody(); strings.Count(body, "\n") != 1 || !strings.Contains(body, string(reason)) {
+		t.Errorf("body %q: want one line naming the reason", body)
+	}
+}
+
+// TestCheckCoversEveryReason fails when a deny reason the service can answer
+// has no case in the Check table.
+func TestCheckCoversEveryReason(t *testing.T) {
+	covered := map[contract.Reason]bool{}
+	for _, tc := range checkCases() {
+		covered[tc.reason] = true
+	}
+	// review_throttled needs a blocked API and is covered by TestReviewThrottled.
+	covered[contract.ReasonReviewThrottled] = true
+	for _, r := range Reasons() {
+		if !covered[r] {
+			t.Errorf("no Check case for %s", r)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+// Command wirekube-extauthz is the WireKube relay's external authorization
+// service: Envoy ext_authz over gRPC and plain HTTP forward-auth. See
+// docs/extauthz.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wirekube/relay-ws/extauthz"
+	"github.com/wirekube/relay-ws/internal/logging"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wirekube-extauthz:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, builds the clients and serves until ctx is done.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	opts := extauthz.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-extauthz", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	log, err := logging.New(stderr, opts.LogFormat, "log-format")
+	if err != nil {
+		return err
+	}
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.QPS = float32(opts.KubeAPIQPS)
+	cfg.Burst = opts.KubeAPIBurst
+	cfg.UserAgent = "wirekube-extauthz"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return extauthz.Run(ctx, opts, extauthz.Clients{Kube: kube, Dynamic: dyn}, reg, log)
+}
+
+// restConfig loads path when set; otherwise the in-cluster config, then the
+// default loading rules (KUBECONFIG, ~/.kube/config).
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err == nil {
+			return cfg, nil
+		}
+		if !errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("in-cluster config: %w", err)
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

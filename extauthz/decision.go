@@ -1,0 +1,217 @@
+package extauthz
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// reasonAllowed is the reason label of an allowed check in metrics and logs.
+const reasonAllowed contract.Reason = "allowed"
+
+// Request is the front-end independent view of the request to authorize,
+// built from an Envoy CheckRequest or from an HTTP auth subrequest.
+type Request struct {
+	// Frontend names the front end ("grpc", "http") for metrics and logs.
+	Frontend string
+	// Method is the original request method.
+	Method string
+	// Target is the original request target: path plus optional "?query".
+	// TargetInvalid is set when the front end could not tell it reliably
+	// (missing, conflicting or unparsable original-URI headers).
+	Target        string
+	TargetInvalid bool
+	// Authorization holds every Authorization value, one per header line.
+	Authorization []string
+	// Origin holds every Origin value.
+	Origin []string
+	// Upgrade and Connection hold the hop-by-hop upgrade headers.
+	// UpgradeKnown tells that the front end always passes them (Envoy's
+	// gRPC check); otherwise they are checked only when present.
+	Upgrade, Connection []string
+	UpgradeKnown        bool
+	// HasBody is set when the original request carries a body.
+	HasBody bool
+}
+
+// Header is one header the allow answer sets on the upstream request.
+type Header struct{ Name, Value string }
+
+// Decision is the outcome of one check. Safe to log: it holds no token.
+type Decision struct {
+	// Reason is empty on allow, the deny code otherwise.
+	Reason contract.Reason
+	// Headers are set (overwriting) on the upstream request on allow.
+	Headers []Header
+	// Identity is the ServiceAccount username once TokenReview accepted it.
+	Identity string
+	// Peer is the bound WireKubePeer name; KeyFingerprint its key's short
+	// fingerprint.
+	Peer           string
+	KeyFingerprint string
+	// CacheHit reports whether the TokenReview answer came from the cache.
+	CacheHit bool
+}
+
+// Allowed reports whether the request may proceed.
+func (d Decision) Allowed() bool { return d.Reason == "" }
+
+// Status is the HTTP status of the answer: 200 on allow.
+func (d Decision) Status() int {
+	if d.Allowed() {
+		return 200
+	}
+	return d.Reason.HTTPStatus()
+}
+
+func deny(r contract.Reason) Decision { return Decision{Reason: r} }
+
+// Decide runs the checks in order, cheapest first; no API call is made until
+// the request shape, the path and the origin passed. Every failure, including
+// an internal one, is a deny: fail closed. It records one metric sample and
+// one log line per call.
+func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.checkTimeout)
+	defer cancel()
+	d := a.decide(ctx, &req)
+	a.observe(ctx, req, d, time.Since(start))
+	return d
+}
+
+type pathKind int
+
+const (
+	pathRelay pathKind = iota
+	pathAuthnOnly
+)
+
+func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
+	p, rawQuery, ok := splitTarget(req.Target)
+	if ok && hasTokenInURL(p, rawQuery) {
+		return deny(contract.ReasonTokenInURL)
+	}
+	token, reason := parseAuthorization(req.Authorization)
+	if reason != "" {
+		return deny(reason)
+	}
+	exp, err := tokenExpiry(token)
+	if err != nil {
+		return deny(contract.ReasonTokenMalformed)
+	}
+	kind, reason := a.checkPath(req, p, ok)
+	if reason != "" {
+		return deny(reason)
+	}
+	if reason := a.checkOrigin(req.Origin); reason != "" {
+		return deny(reason)
+	}
+	rv, hit, reason := a.reviewer.Review(ctx, token, exp)
+	if reason == "" {
+		reason = checkReview(&rv, a.cfg.audience)
+	}
+	if reason != "" {
+		return Decision{Reason: reason, CacheHit: hit}
+	}
+	var d Decision
+	if kind == pathAuthnOnly {
+		d = a.allowListed(&rv)
+	} else {
+		d = a.bindPeer(&rv, exp)
+	}
+	d.CacheHit = hit
+	d.Identity = rv.username
+	return d
+}
+
+func checkReview(rv *review, audience string) contract.Reason {
+	switch {
+	case !rv.authenticated:
+		return contract.ReasonTokenInvalid
+	case !rv.hasAudience(audience):
+		return contract.ReasonAudienceMismatch
+	}
+	return ""
+}
+
+// checkPath classifies the path and, for the relay path, checks the
+// WebSocket upgrade shape.
+func (a *Authorizer) checkPath(req *Request, rawPath string, targetOK bool) (pathKind, contract.Reason) {
+	if req.TargetInvalid || !targetOK {
+		return 0, contract.ReasonPathNotAllowed
+	}
+	p, ok := cleanPath(rawPath)
+	if !ok {
+		return 0, contract.ReasonPathNotAllowed
+	}
+	if p == a.cfg.relayPath {
+		return pathRelay, checkWebSocket(req)
+	}
+	for _, prefix := range a.cfg.authnOnlyPaths {
+		if underPrefix(p, prefix) {
+			return pathAuthnOnly, ""
+		}
+	}
+	return 0, contract.ReasonPathNotAllowed
+}
+
+func checkWebSocket(req *Request) contract.Reason {
+	if req.Method != "GET" {
+		return contract.ReasonNotWebSocket
+	}
+	if req.UpgradeKnown || len(req.Upgrade) > 0 {
+		if len(req.Upgrade) != 1 || !strings.EqualFold(strings.TrimSpace(req.Upgrade[0]), "websocket") {
+			return contract.ReasonNotWebSocket
+		}
+	}
+	if req.UpgradeKnown || len(req.Connection) > 0 {
+		if !hasToken(req.Connection, "upgrade") {
+			return contract.ReasonNotWebSocket
+		}
+	}
+	if req.HasBody {
+		return contract.ReasonRequestBody
+	}
+	return ""
+}
+
+// hasToken reports whether a comma-separated header list holds tok.
+func hasToken(values []string, tok string) bool {
+	for _, v := range values {
+		for item := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(item), tok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *Authorizer) checkOrigin(origins []string) contract.Reason {
+	switch {
+	case len(origins) == 0:
+		return ""
+	case len(origins) > 1 || strings.Contains(origins[0], ","):
+		return contract.ReasonOriginNotAllowed
+	case a.cfg.allowedOrigins[strings.ToLower(strings.TrimSpace(origins[0]))]:
+		return ""
+	}
+	return contract.ReasonOriginNotAllowed
+}
+
+// Reasons lists every deny reason this service answers.
+func Reasons() []contract.Reason {
+	return []contract.Reason{
+		contract.ReasonTokenMissing, contract.ReasonTokenMalformed, contract.ReasonAuthorizationRepeated,
+		contract.ReasonTokenInURL, contract.ReasonNotWebSocket, contract.ReasonRequestBody,
+		contract.ReasonPathNotAllowed, contract.ReasonOriginNotAllowed,
+		contract.ReasonTokenInvalid, contract.ReasonAudienceMismatch,
+		contract.ReasonReviewUnavailable, contract.ReasonReviewThrottled,
+		contract.ReasonTokenNotBound, contract.ReasonPodNotFound, contract.ReasonPodUIDMismatch,
+		contract.ReasonPodServiceAccountMismatch, contract.ReasonPodNotScheduled, contract.ReasonNodeMismatch,
+		contract.ReasonServiceAccountNotFound, contract.ReasonIdentityNotAllowed,
+		contract.ReasonPeerNotFound, contract.ReasonPeerKeyInvalid,
+	}
+}

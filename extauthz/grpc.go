@@ -1,0 +1,148 @@
+package extauthz
+
+import (
+	"context"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// CheckServer is the Envoy ext_authz gRPC front end of an Authorizer.
+type CheckServer struct {
+	authv3.UnimplementedAuthorizationServer
+	Authorizer *Authorizer
+}
+
+// Check implements envoy.service.auth.v3.Authorization. It never returns a
+// gRPC error: every outcome, including a malformed request, is a CheckResponse
+// so Envoy answers the client with our status and reason (fail closed).
+func (s *CheckServer) Check(ctx context.Context, in *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	d := s.Authorizer.Decide(ctx, requestFromCheck(in))
+	return checkResponse(d), nil
+}
+
+// requestFromCheck normalizes a CheckRequest. Envoy sends lower-case header
+// names; repeated headers arrive joined by "," in the headers map, or one
+// entry each in header_map when Envoy is configured to send raw headers.
+func requestFromCheck(in *authv3.CheckRequest) Request {
+	h := in.GetAttributes().GetRequest().GetHttp()
+	req := Request{Frontend: "grpc", UpgradeKnown: true}
+	if h == nil {
+		req.TargetInvalid = true
+		return req
+	}
+	req.Method = h.GetMethod()
+	req.Target = h.GetPath()
+	if req.Target == "" {
+		req.TargetInvalid = true
+	}
+	hdr := checkHeaders(h)
+	req.Authorization = hdr["authorization"]
+	req.Origin = hdr["origin"]
+	req.Upgrade = hdr["upgrade"]
+	req.Connection = hdr["connection"]
+	req.HasBody = h.GetSize() > 0 || len(h.GetBody()) > 0 || len(h.GetRawBody()) > 0 ||
+		len(hdr["transfer-encoding"]) > 0 || hasNonZero(hdr["content-length"])
+	return req
+}
+
+func hasNonZero(values []string) bool {
+	for _, v := range values {
+		if strings.TrimLeft(strings.TrimSpace(v), "0") != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHeaders collects the headers of a CheckRequest by lower-case name.
+func checkHeaders(h *authv3.AttributeContext_HttpRequest) map[string][]string {
+	out := make(map[string][]string, 8)
+	for _, hv := range h.GetHeaderMap().GetHeaders() {
+		k := strings.ToLower(hv.GetKey())
+		v := hv.GetValue()
+		if len(hv.GetRawValue()) > 0 {
+			v = string(hv.GetRawValue())
+		}
+		out[k] = append(out[k], v)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for k, v := range h.GetHeaders() {
+		k = strings.ToLower(k)
+		out[k] = append(out[k], v)
+	}
+	return out
+}
+
+func checkResponse(d Decision) *authv3.CheckResponse {
+	if d.Allowed() {
+		headers := make([]*corev3.HeaderValueOption, 0, len(d.Headers))
+		for _, h := range d.Headers {
+			headers = append(headers, &corev3.HeaderValueOption{
+				Header: &corev3.HeaderValue{Key: h.Name, Value: h.Value},
+				//lint:ignore SA1019 SPEC 4: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
+				Append:       wrapperspb.Bool(false),
+				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+			})
+		}
+		return &authv3.CheckResponse{
+			Status: &status.Status{Code: int32(codes.OK)},
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+				Headers:         headers,
+				HeadersToRemove: []string{"authorization"},
+			}},
+		}
+	}
+	deniedHeaders := []*corev3.HeaderValueOption{
+		denyHeader(contract.HeaderDenyReason, string(d.Reason)),
+		denyHeader("Content-Type", "text/plain; charset=utf-8"),
+	}
+	if d.Status() == 401 {
+		deniedHeaders = append(deniedHeaders, denyHeader("WWW-Authenticate", "Bearer"))
+	}
+	if d.Reason.Retryable() {
+		deniedHeaders = append(deniedHeaders, denyHeader("Retry-After", "1"))
+	}
+	return &authv3.CheckResponse{
+		Status: &status.Status{Code: int32(grpcCode(d.Status())), Message: string(d.Reason)},
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(d.Status())},
+			Headers: deniedHeaders,
+			Body:    denyBody(d.Reason),
+		}},
+	}
+}
+
+func denyHeader(k, v string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header: &corev3.HeaderValue{Key: k, Value: v},
+		//lint:ignore SA1019 SPEC 4: explicit append=false, see checkResponse.
+		Append:       wrapperspb.Bool(false),
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// denyBody is the one-line body of a deny: the reason code only.
+func denyBody(r contract.Reason) string { return "denied: " + string(r) + "\n" }
+
+func grpcCode(httpStatus int) codes.Code {
+	switch httpStatus {
+	case 400:
+		return codes.InvalidArgument
+	case 401:
+		return codes.Unauthenticated
+	case 503:
+		return codes.Unavailable
+	default:
+		return codes.PermissionDenied
+	}
+}

@@ -1,0 +1,139 @@
+package extauthz
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// Objects answers the identity lookups from local caches (informers), never
+// from an API call per check. Implementations must be safe for concurrent
+// use and must not let callers mutate what they return.
+type Objects interface {
+	Pod(namespace, name string) (*corev1.Pod, bool)
+	ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool)
+	Node(name string) (*corev1.Node, bool)
+	// PeerKey returns spec.publicKey of the WireKubePeer named name.
+	PeerKey(name string) (string, bool)
+}
+
+const saUserPrefix = "system:serviceaccount:"
+
+// parseSAUsername splits system:serviceaccount:<ns>:<name>.
+func parseSAUsername(u string) (nsName, bool) {
+	rest, ok := strings.CutPrefix(u, saUserPrefix)
+	if !ok {
+		return nsName{}, false
+	}
+	ns, name, ok := strings.Cut(rest, ":")
+	if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+		return nsName{}, false
+	}
+	return nsName{ns, name}, true
+}
+
+// serviceAccountLive checks that the ServiceAccount still exists with the UID
+// TokenReview reported, so deleting (or recreating) it revokes at once.
+func (a *Authorizer) serviceAccountLive(sa nsName, uid string) bool {
+	obj, ok := a.objects.ServiceAccount(sa.ns, sa.name)
+	return ok && uid != "" && string(obj.UID) == uid
+}
+
+// bindPeer applies the identity rules of the relay path and, on success,
+// returns the allow decision with the four identity headers.
+func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
+	sa, ok := parseSAUsername(rv.username)
+	if !ok {
+		return deny(contract.ReasonIdentityNotAllowed)
+	}
+	isAgent := a.cfg.agentSAs[sa]
+	var peer string
+	switch {
+	case isAgent:
+	case sa.ns == a.cfg.peerNamespace && strings.HasPrefix(sa.name, a.cfg.peerPrefix):
+		peer = strings.TrimPrefix(sa.name, a.cfg.peerPrefix)
+		if peer == "" {
+			return deny(contract.ReasonIdentityNotAllowed)
+		}
+	default:
+		return deny(contract.ReasonIdentityNotAllowed)
+	}
+	if !a.serviceAccountLive(sa, rv.uid) {
+		return deny(contract.ReasonServiceAccountNotFound)
+	}
+	if isAgent {
+		var reason contract.Reason
+		if peer, reason = a.bindAgent(sa, rv); reason != "" {
+			return deny(reason)
+		}
+	}
+	return a.peerDecision(peer, rv.username, exp)
+}
+
+// bindAgent resolves the peer of an agent token from its bound Pod or Node.
+func (a *Authorizer) bindAgent(sa nsName, rv *review) (string, contract.Reason) {
+	switch {
+	case rv.podName != "":
+		pod, ok := a.objects.Pod(sa.ns, rv.podName)
+		switch {
+		case !ok:
+			return "", contract.ReasonPodNotFound
+		case rv.podUID == "" || string(pod.UID) != rv.podUID:
+			return "", contract.ReasonPodUIDMismatch
+		case pod.Spec.ServiceAccountName != sa.name:
+			return "", contract.ReasonPodServiceAccountMismatch
+		case pod.Spec.NodeName == "":
+			return "", contract.ReasonPodNotScheduled
+		case rv.nodeName != "" && pod.Spec.NodeName != rv.nodeName:
+			return "", contract.ReasonNodeMismatch
+		}
+		return pod.Spec.NodeName, ""
+	case rv.nodeName != "":
+		node, ok := a.objects.Node(rv.nodeName)
+		if !ok || (rv.nodeUID != "" && node.UID != types.UID(rv.nodeUID)) {
+			return "", contract.ReasonNodeMismatch
+		}
+		return rv.nodeName, ""
+	}
+	return "", contract.ReasonTokenNotBound
+}
+
+// peerDecision looks up the peer's key and builds the allow answer.
+func (a *Authorizer) peerDecision(peer, username string, exp time.Time) Decision {
+	raw, ok := a.objects.PeerKey(peer)
+	if !ok {
+		return Decision{Reason: contract.ReasonPeerNotFound, Peer: peer}
+	}
+	key, err := relayproto.ParseKey(raw)
+	if err != nil {
+		return Decision{Reason: contract.ReasonPeerKeyInvalid, Peer: peer}
+	}
+	return Decision{
+		Peer:           peer,
+		KeyFingerprint: key.Fingerprint(),
+		Headers: []Header{
+			{contract.HeaderPeer, peer},
+			{contract.HeaderPublicKey, key.Base64()},
+			{contract.HeaderIdentity, username},
+			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
+		},
+	}
+}
+
+// allowListed applies the --authn-only-path rule: an allowlisted, still
+// existing ServiceAccount; only X-WireKube-Identity is set.
+func (a *Authorizer) allowListed(rv *review) Decision {
+	sa, ok := parseSAUsername(rv.username)
+	if !ok || !a.cfg.allowSAs[sa] {
+		return deny(contract.ReasonIdentityNotAllowed)
+	}
+	if !a.serviceAccountLive(sa, rv.uid) {
+		return deny(contract.ReasonServiceAccountNotFound)
+	}
+	return Decision{Headers: []Header{{contract.HeaderIdentity, rv.username}}}
+}

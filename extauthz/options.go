@@ -1,0 +1,203 @@
+package extauthz
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// Options is the user-facing configuration, one field per flag. The zero
+// value is not usable: start from DefaultOptions. Validate checks every
+// field and names the flag of the first bad one; complete turns the options
+// into the parsed config the Authorizer uses.
+type Options struct {
+	// GRPCListen serves envoy.service.auth.v3.Authorization and
+	// grpc.health.v1.Health. Default 127.0.0.1:9001.
+	GRPCListen string
+	// HTTPListen serves the plain HTTP external-auth mode; empty disables
+	// it. Default 127.0.0.1:9002.
+	HTTPListen string
+	// MetricsListen serves /healthz, /readyz and /metrics. Default :9103.
+	MetricsListen string
+	// Kubeconfig is a kubeconfig path; empty means in-cluster, then the
+	// KUBECONFIG / ~/.kube/config loading rules.
+	Kubeconfig string
+	// Audience is the only token audience accepted. Default wirekube-relay.
+	Audience string
+	// AgentServiceAccounts ("ns/name") are the agent identities whose tokens
+	// must be bound to a Pod or a Node. Default wirekube-system/wirekube-agent.
+	AgentServiceAccounts []string
+	// PeerNamespace and PeerServiceAccountPrefix define the dedicated
+	// per-peer ServiceAccounts: <prefix><peer> in PeerNamespace.
+	PeerNamespace            string
+	PeerServiceAccountPrefix string
+	// RelayPath is the WebSocket endpoint that gets the full peer binding.
+	RelayPath string
+	// AllowedOrigins lists exact Origin values accepted; a request with any
+	// other Origin header is denied. Default none (only requests without
+	// Origin, as the agent sends them).
+	AllowedOrigins []string
+	// AuthnOnlyPaths are path prefixes that need only a valid token of an
+	// AllowServiceAccounts identity ("ns/name"): no peer binding.
+	AuthnOnlyPaths       []string
+	AllowServiceAccounts []string
+	// CacheSize bounds the TokenReview cache (entries). Default 16384.
+	CacheSize int
+	// CacheTTL caps how long an accepted TokenReview is reused (never past
+	// the token's exp). Default 60s. Longer delays revocation by
+	// kube-apiserver (identity rules still run on every check).
+	CacheTTL time.Duration
+	// NegativeCacheTTL is how long a rejected token stays rejected without
+	// asking again. Default 5s.
+	NegativeCacheTTL time.Duration
+	// MaxInflightReviews bounds concurrent TokenReview calls. Default 16.
+	MaxInflightReviews int
+	// CheckTimeout bounds one check, including the wait for an in-flight
+	// slot and the TokenReview call. Default 2s. Keep the proxy's ext_authz
+	// timeout above it.
+	CheckTimeout time.Duration
+	// KubeAPIQPS and KubeAPIBurst are the client-side rate limits.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	// LogFormat is json or text. Default json.
+	LogFormat string
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		GRPCListen:               "127.0.0.1:9001",
+		HTTPListen:               "127.0.0.1:9002",
+		MetricsListen:            ":9103",
+		Audience:                 contract.DefaultAudience,
+		AgentServiceAccounts:     []string{"wirekube-system/wirekube-agent"},
+		PeerNamespace:            "wirekube-system",
+		PeerServiceAccountPrefix: "wirekube-relay-peer-",
+		RelayPath:                contract.DefaultRelayPath,
+		CacheSize:                16384,
+		CacheTTL:                 60 * time.Second,
+		NegativeCacheTTL:         5 * time.Second,
+		MaxInflightReviews:       16,
+		CheckTimeout:             2 * time.Second,
+		KubeAPIQPS:               50,
+		KubeAPIBurst:             100,
+		LogFormat:                "json",
+	}
+}
+
+// AddFlags registers one flag per field on fs, with o's values as defaults.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.GRPCListen, "grpc-listen", o.GRPCListen, "gRPC ext_authz and health listen address (host:port or unix:/path)")
+	fs.StringVar(&o.HTTPListen, "http-listen", o.HTTPListen, "HTTP external-auth listen address; empty disables")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "/healthz, /readyz and /metrics listen address")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig path (default in-cluster, then KUBECONFIG)")
+	fs.StringVar(&o.Audience, "audience", o.Audience, "required token audience")
+	fs.Var(newListFlag(&o.AgentServiceAccounts), "agent-service-account", "agent ServiceAccount ns/name whose tokens must be Pod- or Node-bound (repeatable)")
+	fs.StringVar(&o.PeerNamespace, "peer-namespace", o.PeerNamespace, "namespace of the dedicated per-peer ServiceAccounts")
+	fs.StringVar(&o.PeerServiceAccountPrefix, "peer-service-account-prefix", o.PeerServiceAccountPrefix, "name prefix of the per-peer ServiceAccounts")
+	fs.StringVar(&o.RelayPath, "relay-path", o.RelayPath, "path of the relay WebSocket endpoint")
+	fs.Var(newListFlag(&o.AllowedOrigins), "allowed-origins", "accepted Origin values, comma-separated or repeated (default none)")
+	fs.Var(newListFlag(&o.AuthnOnlyPaths), "authn-only-path", "path prefix that needs only an allowlisted ServiceAccount token (repeatable)")
+	fs.Var(newListFlag(&o.AllowServiceAccounts), "allow-service-account", "ServiceAccount ns/name allowed on --authn-only-path (repeatable)")
+	fs.IntVar(&o.CacheSize, "cache-size", o.CacheSize, "TokenReview cache entries")
+	fs.DurationVar(&o.CacheTTL, "cache-ttl", o.CacheTTL, "max reuse of an accepted TokenReview (never past token exp)")
+	fs.DurationVar(&o.NegativeCacheTTL, "negative-cache-ttl", o.NegativeCacheTTL, "reuse of a rejected TokenReview")
+	fs.IntVar(&o.MaxInflightReviews, "max-inflight-reviews", o.MaxInflightReviews, "max concurrent TokenReview calls")
+	fs.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound of one check, including waiting for a TokenReview slot")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
+}
+
+// listFlag is a repeatable, comma-splitting string list flag. The first Set
+// replaces the default; later ones append.
+type listFlag struct {
+	dst *[]string
+	set bool
+}
+
+func newListFlag(dst *[]string) *listFlag { return &listFlag{dst: dst} }
+
+func (f *listFlag) String() string {
+	if f == nil || f.dst == nil {
+		return ""
+	}
+	return strings.Join(*f.dst, ",")
+}
+
+func (f *listFlag) Set(v string) error {
+	if !f.set {
+		*f.dst = nil
+		f.set = true
+	}
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*f.dst = append(*f.dst, item)
+		}
+	}
+	return nil
+}
+
+// Validate checks every option; the error names the flag.
+func (o *Options) Validate() error {
+	_, err := o.complete()
+	return err
+}
+
+// nsName is a parsed "namespace/name".
+type nsName struct{ ns, name string }
+
+func (n nsName) String() string { return n.ns + "/" + n.name }
+
+func parseNSName(flagName, v string) (nsName, error) {
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nsName{}, fmt.Errorf("--%s: want namespace/name, got %q", flagName, v)
+	}
+	return nsName{ns, name}, nil
+}
+
+func checkAddr(flagName, v string, allowEmpty bool) error {
+	if v == "" {
+		if allowEmpty {
+			return nil
+		}
+		return fmt.Errorf("--%s: must not be empty", flagName)
+	}
+	if p, ok := strings.CutPrefix(v, "unix:"); ok {
+		if p == "" {
+			return fmt.Errorf("--%s: empty unix socket path", flagName)
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("--%s: want host:port or unix:/path, got %q", flagName, v)
+	}
+	return nil
+}
+
+func checkOrigin(v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", v)
+	}
+	return nil
+}
+
+func checkPath(flagName, v string) error {
+	if p, ok := cleanPath(v); !ok || p != v {
+		return fmt.Errorf("--%s: want a clean absolute path, got %q", flagName, v)
+	}
+	return nil
+}
+
+var errNoIdentity = errors.New("no identity configured")

@@ -1,0 +1,194 @@
+package extauthz
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// Keys of TokenReview status.user.extra that bind a token to an object.
+const (
+	extraPodName  = "authentication.kubernetes.io/pod-name"
+	extraPodUID   = "authentication.kubernetes.io/pod-uid"
+	extraNodeName = "authentication.kubernetes.io/node-name"
+	extraNodeUID  = "authentication.kubernetes.io/node-uid"
+)
+
+// review is the part of a TokenReview answer the decision uses. It holds no
+// token and is what the cache stores.
+type review struct {
+	authenticated bool
+	audiences     []string
+	username      string
+	uid           string
+	podName       string
+	podUID        string
+	nodeName      string
+	nodeUID       string
+}
+
+func (r *review) hasAudience(aud string) bool { return slices.Contains(r.audiences, aud) }
+
+type cacheEntry struct {
+	review  review
+	expires time.Time
+}
+
+// cacheKey is HMAC-SHA256(per-process key, audience NUL token): the token
+// itself is never a key and never stored.
+type cacheKey [sha256.Size]byte
+
+var (
+	errThrottled   = errors.New("tokenreview: in-flight bound reached until the check timeout")
+	errUnavailable = errors.New("tokenreview: api unavailable")
+)
+
+// reviewer answers "is this token valid" through a cache, one TokenReview per
+// distinct token at a time (singleflight) and at most maxInflight TokenReview
+// calls at once. Safe for concurrent use.
+type reviewer struct {
+	client   authnv1client.TokenReviewsGetter
+	audience string
+	hmacKey  []byte
+	cache    *lru.Cache[cacheKey, cacheEntry]
+	group    singleflight.Group
+	sem      *semaphore.Weighted
+	ttl      time.Duration
+	negTTL   time.Duration
+	now      func() time.Time
+	metrics  *metrics
+}
+
+func newReviewer(client authnv1client.TokenReviewsGetter, cfg *config, now func() time.Time, m *metrics) (*reviewer, error) {
+	c, err := lru.New[cacheKey, cacheEntry](cfg.cacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("tokenreview cache: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("tokenreview cache key: %w", err)
+	}
+	return &reviewer{
+		client: client, audience: cfg.audience, hmacKey: key, cache: c,
+		sem: semaphore.NewWeighted(int64(cfg.maxInflight)),
+		ttl: cfg.cacheTTL, negTTL: cfg.negativeCacheTTL, now: now, metrics: m,
+	}, nil
+}
+
+func (r *reviewer) key(token string) cacheKey {
+	h := hmac.New(sha256.New, r.hmacKey)
+	h.Write([]byte(r.audience))
+	h.Write([]byte{0})
+	h.Write([]byte(token))
+	var k cacheKey
+	h.Sum(k[:0])
+	return k
+}
+
+// Review returns the TokenReview answer for token, from the cache when
+// possible. exp is the token's own expiry (zero if unknown). On failure the
+// reason is review_unavailable or review_throttled: fail closed.
+func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (review, bool, contract.Reason) {
+	k := r.key(token)
+	if e, ok := r.cache.Get(k); ok {
+		if r.now().Before(e.expires) {
+			r.metrics.cacheHit(e.review.authenticated)
+			return e.review, true, ""
+		}
+		r.cache.Remove(k)
+	}
+	r.metrics.cacheMisses.Inc()
+	// The shared call must not die with the first caller's cancellation, only
+	// with its deadline: other callers wait on the same answer.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = r.now().Add(time.Minute)
+	}
+	ch := r.group.DoChan(string(k[:]), func() (any, error) {
+		fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		defer cancel()
+		return r.fetch(fctx, k, token, exp)
+	})
+	select {
+	case res := <-ch:
+		if errors.Is(res.Err, errThrottled) {
+			return review{}, false, contract.ReasonReviewThrottled
+		}
+		if res.Err != nil {
+			return review{}, false, contract.ReasonReviewUnavailable
+		}
+		return res.Val.(review), false, ""
+	case <-ctx.Done():
+		return review{}, false, contract.ReasonReviewUnavailable
+	}
+}
+
+// fetch waits for an in-flight slot, asks the API and caches the answer.
+// Errors are never cached.
+func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time) (review, error) {
+	if err := r.sem.Acquire(ctx, 1); err != nil {
+		return review{}, errThrottled
+	}
+	defer r.sem.Release(1)
+	r.metrics.inflight.Inc()
+	start := time.Now()
+	tr, err := r.client.TokenReviews().Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.audience}},
+	}, metav1.CreateOptions{})
+	r.metrics.inflight.Dec()
+	elapsed := time.Since(start)
+	if err != nil {
+		r.metrics.observeReview("error", elapsed)
+		// The client error may quote the request; it is not returned so it
+		// cannot reach a log line.
+		return review{}, errUnavailable
+	}
+	rv := reviewFromStatus(&tr.Status)
+	now := r.now()
+	ttl := r.negTTL
+	result := "unauthenticated"
+	if rv.authenticated {
+		result = "authenticated"
+		ttl = r.ttl
+		if !exp.IsZero() {
+			ttl = min(ttl, exp.Sub(now))
+		}
+	}
+	r.metrics.observeReview(result, elapsed)
+	if ttl > 0 {
+		r.cache.Add(k, cacheEntry{review: rv, expires: now.Add(ttl)})
+	}
+	return rv, nil
+}
+
+func reviewFromStatus(st *authnv1.TokenReviewStatus) review {
+	rv := review{
+		authenticated: st.Authenticated,
+		audiences:     slices.Clone(st.Audiences),
+		username:      st.User.Username,
+		uid:           st.User.UID,
+	}
+	first := func(k string) string {
+		if v := st.User.Extra[k]; len(v) == 1 {
+			return v[0]
+		}
+		return ""
+	}
+	rv.podName, rv.podUID = first(extraPodName), first(extraPodUID)
+	rv.nodeName, rv.nodeUID = first(extraNodeName), first(extraNodeUID)
+	return rv
+}

@@ -1,0 +1,198 @@
+package extauthz
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+func podBound() authnv1.TokenReviewStatus {
+	return saStatus("wirekube-system", "wirekube-agent", agentSAUID,
+		map[string]string{"pod-name": "agent-a", "pod-uid": podAUID, "node-name": "node-a"})
+}
+
+func (e *env) check(t testing.TB, token string) Decision {
+	t.Helper()
+	req := requestFromCheck(relayCheck(token, nil))
+	return e.authz.Decide(context.Background(), req)
+}
+
+func wantReason(t testing.TB, d Decision, want contract.Reason) {
+	t.Helper()
+	if d.Reason != want {
+		t.Fatalf("reason %q, want %q", d.Reason, want)
+	}
+}
+
+func TestReviewCacheTTL(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    func() authnv1.TokenReviewStatus
+		err       error
+		tokenLife time.Duration
+		advance   time.Duration
+		want      contract.Reason
+		reviews   int64 // after a second check, advanced by advance
+	}{
+		{name: "success reused within cache-ttl", status: podBound, tokenLife: time.Hour, advance: 59 * time.Second, reviews: 1},
+		{name: "success expires after cache-ttl", status: podBound, tokenLife: time.Hour, advance: 61 * time.Second, reviews: 2},
+		{name: "token exp shortens the ttl", status: podBound, tokenLife: 10 * time.Second, advance: 11 * time.Second, reviews: 2},
+		{name: "token exp within ttl reused", status: podBound, tokenLife: 10 * time.Second, advance: 9 * time.Second, reviews: 1},
+		{name: "negative reused within negative ttl", status: func() authnv1.TokenReviewStatus { return authnv1.TokenReviewStatus{} },
+			tokenLife: time.Hour, advance: 4 * time.Second, want: contract.ReasonTokenInvalid, reviews: 1},
+		{name: "negative expires", status: func() authnv1.TokenReviewStatus { return authnv1.TokenReviewStatus{} },
+			tokenLife: time.Hour, advance: 6 * time.Second, want: contract.ReasonTokenInvalid, reviews: 2},
+		{name: "errors never cached", err: errFakeAPI, tokenLife: time.Hour, want: contract.ReasonReviewUnavailable, reviews: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			tok := newToken(e.clock.Now().Add(tc.tokenLife))
+			e.answers[tok] = func(string) (authnv1.TokenReviewStatus, error) {
+				if tc.err != nil {
+					return authnv1.TokenReviewStatus{}, tc.err
+				}
+				return tc.status(), nil
+			}
+			first := e.check(t, tok)
+			wantReason(t, first, tc.want)
+			if first.CacheHit {
+				t.Error("first check reported a cache hit")
+			}
+			e.clock.Advance(tc.advance)
+			second := e.check(t, tok)
+			wantReason(t, second, tc.want)
+			if got := e.reviews.Load(); got != tc.reviews {
+				t.Errorf("TokenReviews = %d, want %d", got, tc.reviews)
+			}
+			if second.CacheHit != (tc.reviews == 1) {
+				t.Errorf("second CacheHit = %v", second.CacheHit)
+			}
+		})
+	}
+}
+
+func TestSingleflight(t *testing.T) {
+	e := newEnv(t, nil)
+	release := make(chan struct{})
+	tok := e.answer(func(string) (authnv1.TokenReviewStatus, error) {
+		<-release
+		return podBound(), nil
+	})
+	var wg sync.WaitGroup
+	var allowed atomic.Int64
+	for range 100 {
+		wg.Go(func() {
+			if e.check(t, tok).Allowed() {
+				allowed.Add(1)
+			}
+		})
+	}
+	eventually(t, "first review to start", func() bool { return e.reviews.Load() == 1 })
+	close(release)
+	wg.Wait()
+	if got := e.reviews.Load(); got != 1 {
+		t.Errorf("TokenReviews = %d, want 1", got)
+	}
+	if allowed.Load() != 100 {
+		t.Errorf("allowed %d of 100", allowed.Load())
+	}
+}
+
+// slowAPI answers every token as pod-bound after blocking on gate, and
+// records the highest number of concurrent calls.
+type slowAPI struct {
+	gate     chan struct{}
+	cur, max atomic.Int64
+}
+
+func (s *slowAPI) answer(string) (authnv1.TokenReviewStatus, error) {
+	n := s.cur.Add(1)
+	defer s.cur.Add(-1)
+	for {
+		m := s.max.Load()
+		if n <= m || s.max.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	<-s.gate
+	return podBound(), nil
+}
+
+func TestInflightBound(t *testing.T) {
+	const bound, tokens = 4, 40
+	e := newEnvDirect(t, func(o *Options) { o.MaxInflightReviews = bound; o.CheckTimeout = time.Minute })
+	api := &slowAPI{gate: make(chan struct{})}
+	var wg sync.WaitGroup
+	var allowed atomic.Int64
+	for range tokens {
+		tok := e.answer(api.answer)
+		wg.Go(func() {
+			if e.check(t, tok).Allowed() {
+				allowed.Add(1)
+			}
+		})
+	}
+	eventually(t, "the bound to fill", func() bool { return api.cur.Load() == bound })
+	close(api.gate)
+	wg.Wait()
+	if got := api.max.Load(); got > bound {
+		t.Errorf("max concurrent TokenReviews = %d, bound %d", got, bound)
+	}
+	if allowed.Load() != tokens || e.reviews.Load() != tokens {
+		t.Errorf("allowed %d, reviews %d, want %d each", allowed.Load(), e.reviews.Load(), tokens)
+	}
+}
+
+func TestReviewThrottled(t *testing.T) {
+	e := newEnvDirect(t, func(o *Options) { o.MaxInflightReviews = 1; o.CheckTimeout = 200 * time.Millisecond })
+	api := &slowAPI{gate: make(chan struct{})}
+	slow := e.answer(api.answer)
+	done := make(chan Decision)
+	go func() { done <- e.check(t, slow) }()
+	eventually(t, "the slot to be taken", func() bool { return api.cur.Load() == 1 })
+	wantReason(t, e.check(t, e.answer(static(podBound()))), contract.ReasonReviewThrottled)
+	close(api.gate)
+	// The slow review outlived its check timeout: fail closed.
+	wantReason(t, <-done, contract.ReasonReviewUnavailable)
+}
+
+// TestIdentityRulesOnCacheHit: the identity rules run on every check, so a
+// deleted Pod, ServiceAccount or a rotated key acts at the next check even
+// though the TokenReview answer is still cached.
+func TestIdentityRulesOnCacheHit(t *testing.T) {
+	e := newEnv(t, nil)
+	agent := e.answer(static(podBound()))
+	peerTok := e.answer(static(saStatus("wirekube-system", "wirekube-relay-peer-node-b", "uid-sa-peer-b", nil)))
+	wantReason(t, e.check(t, agent), "")
+	wantReason(t, e.check(t, peerTok), "")
+	ctx := context.Background()
+	must(t, e.client.CoreV1().Pods("wirekube-system").Delete(ctx, "agent-a", deleteOpts))
+	eventually(t, "pod deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPodNotFound })
+	must(t, e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-relay-peer-node-b", deleteOpts))
+	eventually(t, "sa deletion", func() bool { return e.check(t, peerTok).Reason == contract.ReasonServiceAccountNotFound })
+	if got := e.reviews.Load(); got != 2 {
+		t.Errorf("TokenReviews = %d, want 2 (the rest were cache hits)", got)
+	}
+}
+
+func TestPeerKeyRotation(t *testing.T) {
+	e := newEnv(t, nil)
+	agent := e.answer(static(podBound()))
+	wantReason(t, e.check(t, agent), "")
+	u := peerObject("node-a", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	_, err := e.dyn.Resource(PeerGVR).Update(context.Background(), u, updateOpts)
+	must(t, err)
+	eventually(t, "key rotation", func() bool {
+		d := e.check(t, agent)
+		return d.Allowed() && d.Headers[1].Value == u.Object["spec"].(map[string]any)["publicKey"]
+	})
+	must(t, e.dyn.Resource(PeerGVR).Delete(context.Background(), "node-a", deleteOpts))
+	eventually(t, "peer deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPeerNotFound })
+}

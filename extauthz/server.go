@@ -1,0 +1,187 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wirekube/relay-ws/internal/netutil"
+)
+
+// shutdownTimeout bounds the graceful stop of each server.
+const shutdownTimeout = 10 * time.Second
+
+// authServiceName is the gRPC service name health reports for.
+const authServiceName = "envoy.service.auth.v3.Authorization"
+
+// Clients are the Kubernetes clients the service uses.
+type Clients struct {
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+}
+
+// Run serves until ctx is done, then stops every server (bounded) and waits
+// for every goroutine it started. gRPC health and /readyz report serving only
+// once the informer caches have synced.
+func Run(ctx context.Context, opts Options, c Clients, reg *prometheus.Registry, log *slog.Logger) error {
+	in, err := NewInformers(opts, c.Kube, c.Dynamic)
+	if err != nil {
+		return err
+	}
+	authz, err := NewAuthorizer(opts, Deps{Reviews: c.Kube.AuthenticationV1(), Objects: in, Registry: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	lns, err := listenAll(opts)
+	if err != nil {
+		return err
+	}
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(1 << 20))
+	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
+	healthpb.RegisterHealthServer(gs, hs)
+
+	g, gctx := errgroup.WithContext(ctx)
+	in.Start(gctx)
+	defer in.Shutdown()
+	g.Go(func() error {
+		if err := in.WaitForSync(gctx); err != nil {
+			return nil // ctx done before sync: shutting down
+		}
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_SERVING)
+		log.Info("informer caches synced: serving")
+		return nil
+	})
+	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
+	if lns.http != nil {
+		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
+	}
+	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, in.HasSynced)), lns.metrics) })
+	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String())
+	return g.Wait()
+}
+
+type listeners struct{ grpc, http, metrics net.Listener }
+
+func listenAll(opts Options) (*listeners, error) {
+	var l listeners
+	var err error
+	closeAll := func() {
+		for _, ln := range []net.Listener{l.grpc, l.http, l.metrics} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
+	}
+	if l.grpc, err = netutil.Listen(opts.GRPCListen); err != nil {
+		return nil, fmt.Errorf("--grpc-listen: %w", err)
+	}
+	if opts.HTTPListen != "" {
+		if l.http, err = netutil.Listen(opts.HTTPListen); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("--http-listen: %w", err)
+		}
+	}
+	if l.metrics, err = netutil.Listen(opts.MetricsListen); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return &l, nil
+}
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// serveGRPC serves until ctx is done, then reports NOT_SERVING and stops
+// gracefully, forcing the stop after shutdownTimeout.
+func serveGRPC(ctx context.Context, gs *grpc.Server, hs *health.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- gs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("grpc serve: %w", err)
+	case <-ctx.Done():
+	}
+	hs.Shutdown()
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(shutdownTimeout):
+		gs.Stop()
+		<-stopped
+	}
+	<-errc
+	return nil
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// serveHTTP serves until ctx is done, then shuts down within shutdownTimeout.
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		return fmt.Errorf("http serve %s: %w", ln.Addr(), serr)
+	}
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("http shutdown %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// opsMux serves /healthz (liveness), /readyz (caches synced) and /metrics.
+func opsMux(reg *prometheus.Registry, ready func() bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return mux
+}

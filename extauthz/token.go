@@ -1,0 +1,112 @@
+package extauthz
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// MaxTokenLength bounds a bearer token before anything else looks at it.
+// Kubernetes ServiceAccount tokens are about 1 KiB; 8 KiB leaves room for
+// large extra claims while keeping an attacker from making us hash or decode
+// megabytes per request.
+const MaxTokenLength = 8192
+
+// minTokenLength rejects tokens too short to be a signed JWT.
+const minTokenLength = 16
+
+// parseAuthorization checks that exactly one Authorization value was sent and
+// that it is "Bearer <JWT-shaped token>" (scheme in any case). values holds
+// every Authorization value the proxy passed, one element per header line.
+// A comma inside a value means the proxy joined repeated headers: a comma
+// cannot occur in a JWT, so it is treated as a repeated header too.
+func parseAuthorization(values []string) (string, contract.Reason) {
+	switch {
+	case len(values) == 0:
+		return "", contract.ReasonTokenMissing
+	case len(values) > 1 || strings.Contains(values[0], ","):
+		return "", contract.ReasonAuthorizationRepeated
+	}
+	v := strings.TrimSpace(values[0])
+	if v == "" {
+		return "", contract.ReasonTokenMissing
+	}
+	if strings.EqualFold(v, "Bearer") {
+		return "", contract.ReasonTokenMissing
+	}
+	scheme, token, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", contract.ReasonTokenMalformed
+	}
+	token = strings.TrimLeft(token, " ")
+	if token == "" {
+		return "", contract.ReasonTokenMissing
+	}
+	if !isJWTShape(token) {
+		return "", contract.ReasonTokenMalformed
+	}
+	return token, ""
+}
+
+// isJWTShape reports whether s looks like a compact JWS: three non-empty
+// base64url segments separated by dots, of sane length. It says nothing about
+// validity: only TokenReview decides that.
+func isJWTShape(s string) bool {
+	if len(s) < minTokenLength || len(s) > MaxTokenLength {
+		return false
+	}
+	dots := 0
+	segStart := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.':
+			if i == segStart {
+				return false
+			}
+			dots++
+			segStart = i + 1
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return dots == 2 && segStart < len(s)
+}
+
+var errNoExp = errors.New("token has no exp claim")
+
+// tokenExpiry reads the exp claim of a JWT-shaped token. The payload is not
+// verified here: the result only shortens a cache TTL and, after TokenReview
+// accepted the token (and so its signature), fills X-WireKube-Token-Expires.
+func tokenExpiry(token string) (time.Time, error) {
+	_, rest, _ := strings.Cut(token, ".")
+	payload, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return time.Time{}, errors.New("token payload: not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
+	if err != nil {
+		return time.Time{}, errors.New("token payload: bad base64url")
+	}
+	var claims struct {
+		Exp json.RawMessage `json:"exp"`
+	}
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		return time.Time{}, errors.New("token payload: bad json")
+	}
+	if len(claims.Exp) == 0 {
+		return time.Time{}, errNoExp
+	}
+	// A JSON number only: ParseFloat refuses the quotes of a string.
+	f, err := strconv.ParseFloat(string(claims.Exp), 64)
+	if err != nil || f <= 0 || f > 1e11 {
+		return time.Time{}, errors.New("token payload: exp out of range")
+	}
+	return time.Unix(int64(f), 0).UTC(), nil
+}
