@@ -73,7 +73,7 @@ func (e *env) otherNodesKey(ctx context.Context, n cast) (Outcome, string) {
 }
 
 func (e *env) wrongAudience(ctx context.Context, a *node) (Outcome, string) {
-	tok, err := e.podToken(ctx, a, harness.Issuer)
+	tok, err := e.attackToken(ctx, a, harness.Issuer, "wrong-audience")
 	if err != nil {
 		return Outcome{Kind: KindError, Reason: err.Error()}, ""
 	}
@@ -83,7 +83,7 @@ func (e *env) wrongAudience(ctx context.Context, a *node) (Outcome, string) {
 // tokenInURL: a valid Authorization header, and a second valid token in the
 // query string, where access logs and proxies would keep it.
 func (e *env) tokenInURL(ctx context.Context, a *node) (Outcome, string) {
-	tok, err := e.podToken(ctx, a, contract.DefaultAudience)
+	tok, err := e.attackToken(ctx, a, contract.DefaultAudience, "token-in-url")
 	if err != nil {
 		return Outcome{Kind: KindError, Reason: err.Error()}, ""
 	}
@@ -114,6 +114,17 @@ func (e *env) deletedPod(ctx context.Context, c *node) (Outcome, string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return got, fmt.Sprintf("%s after the deletion", roundDuration(time.Since(deleted)))
+}
+
+// attackToken issues a token for an attack and keeps it in
+// tokens/attacks/<name>, so a user can replay the attack with curl.
+func (e *env) attackToken(ctx context.Context, n *node, audience, name string) (string, error) {
+	tok, err := e.podToken(ctx, n, audience)
+	if err != nil {
+		return "", err
+	}
+	_, err = e.state.writeFile("tokens/attacks/"+name, []byte(tok+"\n"), 0o600)
+	return tok, err
 }
 
 // connect dials n's agent (Register with its own key) and proves the session
