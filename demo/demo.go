@@ -26,20 +26,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	})
 }
 
-// Up brings the same stack up with node-a and node-b, checks that both
-// agents connect, calls ready with the report so far, and keeps everything
-// running until ctx ends (Ctrl-C); then it stops every process.
-func Up(ctx context.Context, o Options, ready func(*Report)) (*Report, error) {
-	return session(ctx, o, func(ctx context.Context, e *env, rep *Report) error {
-		if _, err := e.connectPair(ctx, rep); err != nil {
-			return err
-		}
-		ready(rep)
-		<-ctx.Done()
-		return nil
-	})
-}
-
 // session owns the state dir and the processes around fn: whatever fn does
 // or returns, every process is stopped by PID before session returns, and
 // the last step checks that none of them is left.

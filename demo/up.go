@@ -1,10 +1,59 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+
+	"github.com/wirekube/relay-ws/e2e/harness"
 )
+
+// Up brings the same stack up with node-a and node-b, checks that both
+// agents connect, calls ready with the report so far, and keeps everything
+// running until ctx ends (Ctrl-C); then it stops every process.
+func Up(ctx context.Context, o Options, ready func(*Report)) (*Report, error) {
+	return session(ctx, o, func(ctx context.Context, e *env, rep *Report) error {
+		if _, err := e.connectPair(ctx, rep); err != nil {
+			return err
+		}
+		ready(rep)
+		return e.watch(ctx)
+	})
+}
+
+// watch waits until ctx ends, or fails as soon as one of the stack's
+// processes exits on its own (the stack is then broken: say which and stop).
+func (e *env) watch(ctx context.Context) error {
+	procs := []*harness.Proc{e.cluster.Etcd, e.cluster.APIServer}
+	for _, p := range []*harness.Proc{e.gw.Relay, e.gw.Extauthz, e.gw.Bridge, e.gw.Nginx, e.gw.Envoy} {
+		if p != nil {
+			procs = append(procs, p)
+		}
+	}
+	died := make(chan *harness.Proc, len(procs))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() { // owned: ends on stop, waited for below
+			defer wg.Done()
+			select {
+			case <-p.Done():
+				died <- p
+			case <-stop:
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-died:
+		return fmt.Errorf("%s (pid %d) exited on its own: %v; see %s", p.Name, p.PID(), p.Err(), p.LogPath)
+	}
+}
 
 // WriteUpInstructions prints how to use the running stack of `make up`:
 // the probe as an agent's operator runs it, kubectl and curl. probe is the
