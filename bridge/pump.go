@@ -1,8 +1,8 @@
 package bridge
 
 import (
+	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"time"
 
@@ -12,64 +12,146 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// clientToRelay reads the client's binary messages as one byte stream,
-// filters it frame by frame and writes verified frames to the relay. It
-// returns once the client side is done; every way out calls end first.
-// After end it keeps reading, discarding, until the client answers the
-// close frame or the close grace expires, so the close is clean.
+// closeProtocolError is the close reason for a client that breaks
+// RFC 6455 (close 1002).
+const closeProtocolError contract.Reason = "websocket_protocol_error"
+
+// errClientClose stops decoding at the client's close frame.
+var errClientClose = errors.New("bridge: client sent close")
+
+// clientToRelay reads the client's WebSocket frames straight from the
+// connection, turns its binary messages into one byte stream, filters it
+// frame by frame and writes verified frames to the relay. Every way out
+// calls end. After end it keeps reading, discarding, until the client
+// answers the close frame or the close grace expires, so the close is clean.
 func (s *session) clientToRelay() {
+	conn := s.ws.NetConn()
 	for {
-		mt, r, err := s.ws.NextReader()
-		if err != nil {
+		if err := s.readClient(conn); err != nil {
 			s.end(clientReadClose(err, s.filter.registered))
 			return
 		}
-		if s.ended() {
-			_, _ = io.Copy(io.Discard, r)
-			continue
-		}
 		s.refreshReadDeadline()
-		s.srv.metrics.messagesToRelay.Inc()
-		if mt != websocket.BinaryMessage {
-			s.end(closeWith(websocket.CloseUnsupportedData, contract.CloseTextMessage, nil))
-			continue
-		}
-		if cerr := s.pumpMessage(r); cerr != nil {
+		done, cerr := s.decodeClient()
+		if cerr != nil {
 			s.end(cerr)
+		}
+		if done {
+			return
 		}
 	}
 }
 
-// pumpMessage feeds one message through the filter. Bytes of a frame that
-// continues in the next message stay in s.in; an empty s.in goes back to
-// the pool before the next (possibly long) wait.
-func (s *session) pumpMessage(r io.Reader) *closeError {
-	wasRegistered := s.filter.registered
-	for {
-		buf := s.take(&s.in)
-		n, rerr := r.Read(buf[s.in.n:])
-		s.in.n += n
-		used, err := s.filter.scan(buf[:s.in.n], s.writeRelay)
+// readClient reads what the client has sent. While idle it waits on the
+// session's small array so no pooled buffer is held.
+func (s *session) readClient(conn net.Conn) error {
+	if s.raw.n == 0 {
+		s.release(&s.raw)
+		n, err := conn.Read(s.idleIn[:])
+		if n > 0 {
+			s.raw.n = copy(s.take(&s.raw), s.idleIn[:n])
+			return nil
+		}
+		return err
+	}
+	buf := *s.raw.b
+	n, err := conn.Read(buf[s.raw.n:])
+	s.raw.n += n
+	if n > 0 {
+		return nil
+	}
+	return err
+}
+
+// decodeClient decodes the bytes read so far and passes the message
+// payload through the frame filter. It reports done when reading should
+// stop (the client's close frame, or a violation after end).
+func (s *session) decodeClient() (bool, *closeError) {
+	ended := s.ended()
+	s.dec.discard = s.dec.discard || ended
+	raw := (*s.raw.b)[:s.raw.n]
+	off := 0
+	for off < len(raw) {
+		used, wrote, err := s.dec.decode(raw[off:], s.take(&s.in)[s.in.n:])
+		off += used
+		s.in.n += wrote
+		if cerr := s.flushIn(ended); cerr != nil {
+			return false, cerr
+		}
 		if err != nil {
-			var ce *closeError
-			if errors.As(err, &ce) {
-				return ce
-			}
-			return closeWith(websocket.CloseInternalServerErr, contract.CloseRelayLost, err)
+			return s.decodeErr(err, ended)
 		}
-		s.in.n = copy(buf, buf[used:s.in.n])
-		if !wasRegistered && s.filter.registered {
-			wasRegistered = true
-			s.registered()
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return clientReadClose(rerr, wasRegistered)
+		if used == 0 && wrote == 0 {
+			break // an incomplete header or control frame: read more
 		}
 	}
+	s.raw.n = copy(raw, raw[off:])
 	s.release(&s.in)
+	return false, nil
+}
+
+// flushIn runs the stream through the filter, forwarding verified frames;
+// an incomplete frame stays in s.in for the next bytes.
+func (s *session) flushIn(ended bool) *closeError {
+	if ended {
+		s.in.n = 0
+		return nil
+	}
+	if s.in.n == 0 {
+		return nil
+	}
+	buf := *s.in.b
+	wasRegistered := s.filter.registered
+	used, err := s.filter.scan(buf[:s.in.n], s.writeRelay)
+	s.in.n = copy(buf, buf[used:s.in.n])
+	if !wasRegistered && s.filter.registered {
+		s.registered()
+	}
+	if err != nil {
+		var ce *closeError
+		if errors.As(err, &ce) {
+			return ce
+		}
+		return closeWith(websocket.CloseInternalServerErr, contract.CloseRelayLost, err)
+	}
+	return nil
+}
+
+// decodeErr maps a decoding stop to the session's end.
+func (s *session) decodeErr(err error, ended bool) (bool, *closeError) {
+	switch {
+	case ended:
+		return true, nil // the close answer, or anything after our close
+	case errors.Is(err, errClientClose):
+		return true, closeWith(0, resultClientClosed, nil)
+	case errors.Is(err, errWSText):
+		return false, closeWith(websocket.CloseUnsupportedData, contract.CloseTextMessage, nil)
+	default:
+		return false, closeWith(websocket.CloseProtocolError, closeProtocolError, err)
+	}
+}
+
+// onControl answers the client's control frames: a ping gets a pong, a
+// close gets a close echoing its code, and both count as signs of life.
+func (s *session) onControl(op byte, payload []byte) error {
+	deadline := time.Now().Add(s.srv.cfg.WriteTimeout)
+	switch op {
+	case opPing:
+		_ = s.ws.WriteControl(websocket.PongMessage, payload, deadline)
+	case opClose:
+		if s.ended() {
+			return errClientClose
+		}
+		code := websocket.CloseNormalClosure
+		if len(payload) >= 2 {
+			code = int(binary.BigEndian.Uint16(payload))
+		}
+		if len(payload) == 0 {
+			code = websocket.CloseNoStatusReceived // formats as an empty close
+		}
+		_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline)
+		return errClientClose
+	}
 	return nil
 }
 
@@ -86,11 +168,8 @@ func (s *session) writeRelay(p []byte) error {
 
 // clientReadClose classifies the error that ended reading the client.
 func clientReadClose(err error, registered bool) *closeError {
-	var ce *websocket.CloseError
 	var ne net.Error
 	switch {
-	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure: // 1006: EOF, no close frame
-		return closeWith(0, resultClientClosed, err)
 	case errors.As(err, &ne) && ne.Timeout() && registered:
 		return closeWith(0, contract.ClosePingTimeout, err)
 	default:

@@ -56,9 +56,10 @@ func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, err
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
-		// A small read buffer per session (idle sessions hold it); large
-		// payloads bypass it. Write buffers come from a shared pool and are
-		// held only while a message is written.
+		// The bridge reads client frames itself (wsdecode.go), so gorilla's
+		// read buffer is never used: keep it at its minimum. Write buffers
+		// come from a shared pool and are held only while a message is
+		// written.
 		ReadBufferSize:  readBufferSize,
 		WriteBufferSize: 16 << 10,
 		WriteBufferPool: &sync.Pool{},
@@ -70,8 +71,9 @@ func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, err
 	return s, nil
 }
 
-// readBufferSize is gorilla's per-connection read buffer.
-const readBufferSize = 1024
+// readBufferSize is gorilla's per-connection read buffer (unused; 125 is
+// gorilla's floor). Not 0: that would keep net/http's 4 KiB reader alive.
+const readBufferSize = 128
 
 // Handler serves the relay path, /healthz and /readyz (the main listener).
 func (s *Server) Handler() http.Handler {
@@ -190,6 +192,12 @@ func (s *Server) logEnd(sess *session, ce *closeError) {
 		level = slog.LevelWarn
 	}
 	s.log.LogAttrs(context.Background(), level, "session ended", attrs...)
+}
+
+// countMessage counts a binary message from the client.
+func (sess *session) countMessage() error {
+	sess.srv.metrics.messagesToRelay.Inc()
+	return nil
 }
 
 // countToRelay counts one client frame, forwarded or dropped.

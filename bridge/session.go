@@ -24,9 +24,12 @@ type session struct {
 	start  time.Time
 
 	filter frameFilter
-	in     streamBuf          // client -> relay bytes not yet consumed
+	dec    wsDecoder
+	raw    streamBuf          // client bytes read, not yet decoded
+	in     streamBuf          // client -> relay stream bytes not yet consumed
 	out    streamBuf          // relay -> client bytes not yet sent
 	idle   [idleReadSize]byte // the relay reader's buffer while idle
+	idleIn [idleReadSize]byte // the client reader's buffer while idle
 
 	// lastRefresh is when the client read deadline was last pushed back;
 	// only the client reader goroutine uses it.
@@ -75,7 +78,7 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 		})
 	})
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
-	ws.SetPongHandler(func(string) error { s.refreshReadDeadline(); return nil })
+	s.dec = wsDecoder{onControl: s.onControl, onMessage: s.countMessage}
 	return s
 }
 
@@ -92,9 +95,10 @@ func (s *session) run() *closeError {
 	wg.Wait()
 	s.inflight.Wait()
 	_ = s.ws.Close()
-	s.in.n, s.out.n = 0, 0
+	s.in.n, s.out.n, s.raw.n = 0, 0, 0
 	s.release(&s.in)
 	s.release(&s.out)
+	s.release(&s.raw)
 	return s.result
 }
 
@@ -138,7 +142,7 @@ func (s *session) registered() {
 const idleReadSize = 128
 
 // refreshReadDeadline gives a registered client three ping intervals to
-// show a sign of life (pongs count). To keep this off the per-message hot
+// show a sign of life (any bytes, pongs included). To keep this off the per-message hot
 // path, the deadline moves at most every quarter interval and is set a
 // quarter interval further: silence closes after 3 to 3.25 intervals.
 // After end it does nothing: the close grace holds. Client reader only.

@@ -280,3 +280,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestWebSocketFraming: the bridge reads RFC 6455 frames itself; fragmented
+// messages and client pings work, protocol errors close with 1002.
+func TestWebSocketFraming(t *testing.T) {
+	k := testKey(1)
+	h := startBridge(t, nil)
+	ws := h.register(t, k)
+	fs := &frameStream{t: t, ws: ws}
+
+	// A 10,000-byte Data frame written through a 4 KiB writer leaves the
+	// client as three fragments of one message.
+	w, err := ws.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(dataFrame(k, 5, 10000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectData(t, fs, k, 5, 10000)
+
+	pong := make(chan string, 1)
+	ws.SetPongHandler(func(s string) error { pong <- s; return nil })
+	if err := ws.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	echo(t, ws, fs, k, 6) // reading lets the pong handler run
+	select {
+	case s := <-pong:
+		if s != "are you there" {
+			t.Fatalf("pong %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pong")
+	}
+
+	// An unmasked client frame breaks RFC 6455.
+	if _, err := ws.NetConn().Write(wsFrame(true, opBinary, dataFrame(k, 7, 10), nil)); err != nil {
+		t.Fatal(err)
+	}
+	expectClose(t, ws, websocket.CloseProtocolError, closeProtocolError)
+}

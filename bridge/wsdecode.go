@@ -1,0 +1,183 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// WebSocket opcodes (RFC 6455 section 5.2).
+const (
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opClose        = 0x8
+	opPing         = 0x9
+	opPong         = 0xA
+)
+
+// errWSProtocol marks a client frame that breaks RFC 6455 (close 1002).
+var errWSProtocol = errors.New("bridge: websocket protocol error")
+
+// errWSText marks a text message (close 1003).
+var errWSText = errors.New("bridge: text message")
+
+// wsHeader is a decoded client frame header.
+type wsHeader struct {
+	fin    bool
+	op     byte
+	length uint64
+	mask   [4]byte
+}
+
+// parseWSHeader decodes the frame header at the start of p. It returns the
+// header size, or 0 when p is too short to tell. A client frame must be
+// masked and use no reserved bits or opcodes; a control frame must be final
+// and at most 125 bytes. The declared length is only a count: nothing is
+// allocated for it.
+func parseWSHeader(p []byte) (wsHeader, int, error) {
+	if len(p) < 2 {
+		return wsHeader{}, 0, nil
+	}
+	h := wsHeader{fin: p[0]&0x80 != 0, op: p[0] & 0x0F}
+	switch {
+	case p[0]&0x70 != 0:
+		return h, 0, fmt.Errorf("%w: reserved bits set", errWSProtocol)
+	case p[1]&0x80 == 0:
+		return h, 0, fmt.Errorf("%w: client frame not masked", errWSProtocol)
+	}
+	n, size := 2, uint64(p[1]&0x7F)
+	switch size {
+	case 126:
+		n = 4
+	case 127:
+		n = 10
+	}
+	if len(p) < n+4 {
+		return h, 0, nil
+	}
+	switch n {
+	case 4:
+		size = uint64(binary.BigEndian.Uint16(p[2:4]))
+	case 10:
+		size = binary.BigEndian.Uint64(p[2:10])
+		if size>>63 != 0 {
+			return h, 0, fmt.Errorf("%w: length over 2^63", errWSProtocol)
+		}
+	}
+	h.length = size
+	copy(h.mask[:], p[n:n+4])
+	switch h.op {
+	case opContinuation, opText, opBinary:
+	case opClose, opPing, opPong:
+		if !h.fin || h.length > 125 {
+			return h, 0, fmt.Errorf("%w: fragmented or long control frame", errWSProtocol)
+		}
+	default:
+		return h, 0, fmt.Errorf("%w: opcode %#x", errWSProtocol, h.op)
+	}
+	return h, n + 4, nil
+}
+
+// wsDecoder turns the client's WebSocket frames into the payload byte
+// stream of its binary messages. Not safe for concurrent use.
+type wsDecoder struct {
+	remaining uint64 // payload bytes left in the current data frame
+	mask      [4]byte
+	maskPos   int
+	inMessage bool // a message continues in later frames
+	discard   bool // the current data frame's payload is dropped
+	// onControl handles a whole, unmasked control frame; onMessage is told
+	// of each new binary message. Either may end decoding with an error.
+	onControl func(op byte, payload []byte) error
+	onMessage func() error
+}
+
+// decode consumes frames from p and unmasks binary message payload into
+// dst. It stops when p is used up, when dst is full or when the rest of p
+// is an incomplete header or control frame, and returns how many bytes of
+// p it consumed and of dst it wrote. Control frame payloads are unmasked
+// in place in p.
+func (d *wsDecoder) decode(p, dst []byte) (consumed, written int, err error) {
+	for consumed < len(p) {
+		if d.remaining > 0 {
+			k := min(d.remaining, uint64(len(p)-consumed))
+			if !d.discard {
+				k = min(k, uint64(len(dst)-written))
+				if k == 0 {
+					return consumed, written, nil
+				}
+				d.unmask(dst[written:written+int(k)], p[consumed:consumed+int(k)])
+				written += int(k)
+			}
+			consumed += int(k)
+			d.remaining -= k
+			continue
+		}
+		h, n, err := parseWSHeader(p[consumed:])
+		if err != nil || n == 0 {
+			return consumed, written, err
+		}
+		if h.op >= opClose {
+			if uint64(len(p)-consumed-n) < h.length {
+				return consumed, written, nil
+			}
+			payload := p[consumed+n : consumed+n+int(h.length)]
+			maskInPlace(payload, h.mask)
+			consumed += n + int(h.length)
+			if err := d.onControl(h.op, payload); err != nil {
+				return consumed, written, err
+			}
+			continue
+		}
+		if err := d.startData(h); err != nil {
+			return consumed, written, err
+		}
+		consumed += n
+	}
+	return consumed, written, nil
+}
+
+// startData checks a data frame against the message in progress.
+func (d *wsDecoder) startData(h wsHeader) error {
+	switch {
+	case h.op == opContinuation && !d.inMessage:
+		return fmt.Errorf("%w: continuation without a message", errWSProtocol)
+	case h.op != opContinuation && d.inMessage:
+		return fmt.Errorf("%w: new message inside a fragmented one", errWSProtocol)
+	case h.op == opText:
+		return errWSText
+	case h.op == opBinary && d.onMessage != nil:
+		if err := d.onMessage(); err != nil {
+			return err
+		}
+	}
+	d.inMessage = !h.fin
+	d.remaining, d.mask, d.maskPos = h.length, h.mask, 0
+	return nil
+}
+
+// unmask XORs src into dst with the frame's mask, eight bytes at a time.
+func (d *wsDecoder) unmask(dst, src []byte) {
+	pos, i := d.maskPos&3, 0
+	if len(src) >= 8 {
+		var m [8]byte
+		for j := range m {
+			m[j] = d.mask[(pos+j)&3]
+		}
+		key := binary.LittleEndian.Uint64(m[:])
+		for ; i+8 <= len(src); i += 8 {
+			binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^key)
+		}
+	}
+	for ; i < len(src); i++ { // i is a multiple of 8: the mask phase is unchanged
+		dst[i] = src[i] ^ d.mask[(pos+i)&3]
+	}
+	d.maskPos = (pos + len(src)) & 3
+}
+
+func maskInPlace(b []byte, mask [4]byte) {
+	for i := range b {
+		b[i] ^= mask[i&3]
+	}
+}

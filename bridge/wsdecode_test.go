@@ -1,0 +1,182 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// wsFrame encodes one client frame (masked unless mask is nil).
+func wsFrame(fin bool, op byte, payload []byte, mask []byte) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	out := []byte{b0}
+	m := byte(0)
+	if mask != nil {
+		m = 0x80
+	}
+	switch n := len(payload); {
+	case n < 126:
+		out = append(out, m|byte(n))
+	case n <= 0xFFFF:
+		out = binary.BigEndian.AppendUint16(append(out, m|126), uint16(n))
+	default:
+		out = binary.BigEndian.AppendUint64(append(out, m|127), uint64(n))
+	}
+	if mask == nil {
+		return append(out, payload...)
+	}
+	out = append(out, mask...)
+	for i, c := range payload {
+		out = append(out, c^mask[i&3])
+	}
+	return out
+}
+
+var testMask = []byte{0x12, 0x34, 0x56, 0x78}
+
+func TestParseWSHeader(t *testing.T) {
+	long := make([]byte, 70000)
+	tests := []struct {
+		name     string
+		in       []byte
+		n        int
+		length   uint64
+		protoErr bool
+	}{
+		{"short", []byte{0x82}, 0, 0, false},
+		{"mask missing from input", []byte{0x82, 0x85, 1, 2}, 0, 0, false},
+		{"binary 5", wsFrame(true, opBinary, []byte("hello"), testMask), 6, 5, false},
+		{"16-bit length", wsFrame(true, opBinary, long[:300], testMask), 8, 300, false},
+		{"64-bit length", wsFrame(true, opBinary, long, testMask), 14, 70000, false},
+		{"unmasked", wsFrame(true, opBinary, []byte("x"), nil), 0, 0, true},
+		{"rsv1", append([]byte{0xC2}, wsFrame(true, opBinary, nil, testMask)[1:]...), 0, 0, true},
+		{"opcode 3", wsFrame(true, 0x3, nil, testMask), 0, 0, true},
+		{"opcode 0xB", wsFrame(true, 0xB, nil, testMask), 0, 0, true},
+		{"fragmented ping", wsFrame(false, opPing, nil, testMask), 0, 0, true},
+		{"long ping", wsFrame(true, opPing, long[:126], testMask), 0, 0, true},
+		{"length msb", append([]byte{0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0}, testMask...), 0, 0, true},
+	}
+	for _, tt := range tests {
+		h, n, err := parseWSHeader(tt.in)
+		if errors.Is(err, errWSProtocol) != tt.protoErr || n != tt.n || (n > 0 && h.length != tt.length) {
+			t.Errorf("%s: n=%d length=%d err=%v; want n=%d length=%d protocol error %v",
+				tt.name, n, h.length, err, tt.n, tt.length, tt.protoErr)
+		}
+	}
+}
+
+// decodeAll runs a decoder over in, chunk bytes at a time, with a small
+// output buffer, and returns the payload stream and the control frames.
+func decodeAll(in []byte, chunk, dstSize int) ([]byte, []string, int, error) {
+	var out []byte
+	var controls []string
+	messages := 0
+	d := wsDecoder{
+		onControl: func(op byte, p []byte) error {
+			controls = append(controls, string(rune('0'+op))+string(p))
+			if op == opClose {
+				return errClientClose
+			}
+			return nil
+		},
+		onMessage: func() error { messages++; return nil },
+	}
+	var pending []byte
+	dst := make([]byte, dstSize)
+	for len(in) > 0 || len(pending) > 0 {
+		k := min(chunk, len(in))
+		pending = append(pending, in[:k]...)
+		in = in[k:]
+		for {
+			used, wrote, err := d.decode(pending, dst)
+			out = append(out, dst[:wrote]...)
+			pending = pending[used:]
+			if err != nil {
+				return out, controls, messages, err
+			}
+			if used == 0 && wrote == 0 {
+				break
+			}
+		}
+		if k == 0 {
+			break // input exhausted with an incomplete frame
+		}
+	}
+	return out, controls, messages, nil
+}
+
+func TestWSDecoder(t *testing.T) {
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	big := bytes.Repeat([]byte("0123456789"), 7000)
+	tests := []struct {
+		name     string
+		in       []byte
+		out      []byte
+		controls int
+		messages int
+		err      error
+	}{
+		{"one message", wsFrame(true, opBinary, []byte("abc"), testMask), []byte("abc"), 0, 1, nil},
+		{"fragments with a ping between", cat(wsFrame(false, opBinary, []byte("ab"), testMask),
+			wsFrame(true, opPing, []byte("p"), testMask), wsFrame(false, opContinuation, []byte("cd"), testMask),
+			wsFrame(true, opContinuation, []byte("e"), testMask)), []byte("abcde"), 1, 1, nil},
+		{"two messages", cat(wsFrame(true, opBinary, []byte("ab"), testMask), wsFrame(true, opBinary, []byte("cd"), testMask)),
+			[]byte("abcd"), 0, 2, nil},
+		{"big message", wsFrame(true, opBinary, big, testMask), big, 0, 1, nil},
+		{"empty message", wsFrame(true, opBinary, nil, testMask), nil, 0, 1, nil},
+		{"text", wsFrame(true, opText, []byte("hi"), testMask), nil, 0, 0, errWSText},
+		{"continuation first", wsFrame(true, opContinuation, []byte("x"), testMask), nil, 0, 0, errWSProtocol},
+		{"binary inside fragmented", cat(wsFrame(false, opBinary, []byte("a"), testMask),
+			wsFrame(true, opBinary, []byte("b"), testMask)), []byte("a"), 0, 1, errWSProtocol},
+		{"close stops", cat(wsFrame(true, opBinary, []byte("a"), testMask), wsFrame(true, opClose, []byte{3, 232}, testMask),
+			wsFrame(true, opBinary, []byte("b"), testMask)), []byte("a"), 1, 1, errClientClose},
+	}
+	for _, tt := range tests {
+		for _, chunk := range []int{1, 3, 64, 1 << 20} {
+			for _, dstSize := range []int{1, 7, 1 << 17} {
+				out, controls, messages, err := decodeAll(tt.in, chunk, dstSize)
+				if !errors.Is(err, tt.err) || (tt.err == nil && err != nil) || !bytes.Equal(out, tt.out) ||
+					len(controls) != tt.controls || messages != tt.messages {
+					t.Fatalf("%s (chunk %d, dst %d): out %d bytes, %d controls, %d messages, %v; want %d, %d, %d, %v",
+						tt.name, chunk, dstSize, len(out), len(controls), messages, err, len(tt.out), tt.controls, tt.messages, tt.err)
+				}
+			}
+		}
+	}
+}
+
+// FuzzWSDecode: messages encoded with fragmentation, pings and masks decode
+// to the same payload stream however the bytes are split; arbitrary input
+// never panics and never yields more bytes than it holds.
+func FuzzWSDecode(f *testing.F) {
+	f.Add([]byte("hello world"), uint8(3), uint8(5), []byte{0x82, 0x80, 1, 2, 3, 4})
+	f.Add(bytes.Repeat([]byte{7}, 300), uint8(100), uint8(1), wsFrame(true, opText, []byte("x"), testMask))
+	f.Fuzz(func(t *testing.T, payload []byte, frag, chunk uint8, arbitrary []byte) {
+		var in []byte
+		fragSize := int(frag) + 1
+		for i, first := 0, true; first || i < len(payload); first = false {
+			end := min(i+fragSize, len(payload))
+			op := byte(opContinuation)
+			if first {
+				op = opBinary
+			}
+			in = append(in, wsFrame(end == len(payload), op, payload[i:end], []byte{frag, chunk, 3, 4})...)
+			if frag%3 == 0 {
+				in = append(in, wsFrame(true, opPing, payload[i:min(end, i+10)], testMask)...)
+			}
+			i = end
+		}
+		out, _, messages, err := decodeAll(in, int(chunk)+1, int(frag)+1)
+		if err != nil || !bytes.Equal(out, payload) || messages != 1 {
+			t.Fatalf("round trip: %d of %d bytes, %d messages, %v", len(out), len(payload), messages, err)
+		}
+		out, _, _, _ = decodeAll(arbitrary, int(chunk)+1, 64)
+		if len(out) > len(arbitrary) {
+			t.Fatalf("decoded %d bytes from %d", len(out), len(arbitrary))
+		}
+	})
+}
