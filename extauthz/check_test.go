@@ -198,7 +198,7 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check returned an error (must answer with a CheckResponse): %v", err)
 			}
 			if tc.reason == "" {
-				assertAllowed(t, resp, tc.peer)
+				assertAllowed(t, resp, tc.peer, "2026-11-30T13:00:00Z")
 				return
 			}
 			assertDenied(t, resp, tc.reason)
@@ -206,7 +206,7 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer string) {
+func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer, expires string) {
 	t.Helper()
 	if c := codes.Code(resp.GetStatus().GetCode()); c != codes.OK {
 		t.Fatalf("status %v (%s), want OK", c, resp.GetStatus().GetMessage())
@@ -236,9 +236,11 @@ func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer string) {
 		return
 	}
 	want := map[string]string{
-		contract.HeaderPeer:         peer,
-		contract.HeaderPublicKey:    peerKeyB64,
-		contract.HeaderTokenExpires: "2026-11-30T13:00:00Z",
+		contract.HeaderPeer:      peer,
+		contract.HeaderPublicKey: peerKeyB64,
+	}
+	if _, err := time.Parse(time.RFC3339, got[contract.HeaderTokenExpires]); err != nil || (expires != "" && got[contract.HeaderTokenExpires] != expires) {
+		t.Errorf("%s = %q, want RFC 3339 %q", contract.HeaderTokenExpires, got[contract.HeaderTokenExpires], expires)
 	}
 	for k, v := range want {
 		if got[k] != v {

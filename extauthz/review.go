@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -66,11 +67,15 @@ type reviewer struct {
 	hmacKey  []byte
 	cache    *lru.Cache[cacheKey, cacheEntry]
 	group    singleflight.Group
-	sem      *semaphore.Weighted
-	ttl      time.Duration
-	negTTL   time.Duration
-	now      func() time.Time
-	metrics  *metrics
+	// calling holds the keys whose TokenReview call is in progress (past the
+	// in-flight slot), so a caller whose deadline passes can tell a slow API
+	// (review_unavailable) from a wait for a slot (review_throttled).
+	calling sync.Map
+	sem     *semaphore.Weighted
+	ttl     time.Duration
+	negTTL  time.Duration
+	now     func() time.Time
+	metrics *metrics
 }
 
 func newReviewer(client authnv1client.TokenReviewsGetter, cfg *config, now func() time.Time, m *metrics) (*reviewer, error) {
@@ -133,7 +138,10 @@ func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (rev
 		}
 		return res.Val.(review), false, ""
 	case <-ctx.Done():
-		return review{}, false, contract.ReasonReviewUnavailable
+		if _, inCall := r.calling.Load(k); inCall {
+			return review{}, false, contract.ReasonReviewUnavailable
+		}
+		return review{}, false, contract.ReasonReviewThrottled
 	}
 }
 
@@ -144,6 +152,8 @@ func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time
 		return review{}, errThrottled
 	}
 	defer r.sem.Release(1)
+	r.calling.Store(k, struct{}{})
+	defer r.calling.Delete(k)
 	r.metrics.inflight.Inc()
 	start := time.Now()
 	tr, err := r.client.TokenReviews().Create(ctx, &authnv1.TokenReview{

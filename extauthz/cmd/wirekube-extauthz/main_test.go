@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestInvalidFlags: every invalid value fails at start, naming its flag.
+func TestInvalidFlags(t *testing.T) {
+	tests := []struct{ flag, value string }{
+		{"grpc-listen", "nohostport"},
+		{"http-listen", "unix:"},
+		{"metrics-listen", "9103"},
+		{"audience", ""},
+		{"agent-service-account", "no-slash"},
+		{"peer-namespace", "Bad_NS"},
+		{"peer-service-account-prefix", "UPPER-"},
+		{"relay-path", "relay"},
+		{"allowed-origins", "evil.example.com"},
+		{"authn-only-path", "/metrics/../x"},
+		{"allow-service-account", "ns/"},
+		{"cache-size", "0"},
+		{"cache-ttl", "-1s"},
+		{"negative-cache-ttl", "-1s"},
+		{"max-inflight-reviews", "0"},
+		{"check-timeout", "0s"},
+		{"kube-api-qps", "0"},
+		{"kube-api-burst", "0"},
+		{"log-format", "xml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.flag, func(t *testing.T) {
+			err := run(context.Background(), []string{"--" + tc.flag + "=" + tc.value}, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), "--"+tc.flag) {
+				t.Errorf("err = %v, want one naming --%s", err, tc.flag)
+			}
+		})
+	}
+}
+
+func TestAuthnOnlyNeedsAllowlist(t *testing.T) {
+	err := run(context.Background(), []string{"--authn-only-path=/metrics"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--allow-service-account") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestKubeconfigMissing(t *testing.T) {
+	err := run(context.Background(), []string{"--kubeconfig=/nonexistent/kubeconfig"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("err = %v", err)
+	}
+}
