@@ -25,9 +25,8 @@ var errClientClose = errors.New("bridge: client sent close")
 // calls end. After end it keeps reading, discarding, until the client
 // answers the close frame or the close grace expires, so the close is clean.
 func (s *session) clientToRelay() {
-	conn := s.ws.NetConn()
 	for {
-		if err := s.readClient(conn); err != nil {
+		if err := s.fromClient.readInto(s, &s.raw); err != nil {
 			s.end(clientReadClose(err, s.filter.registered))
 			return
 		}
@@ -42,31 +41,13 @@ func (s *session) clientToRelay() {
 	}
 }
 
-// readClient reads what the client has sent. While idle it waits on the
-// session's small array so no pooled buffer is held.
-func (s *session) readClient(conn net.Conn) error {
-	if s.raw.n == 0 {
-		s.release(&s.raw)
-		n, err := conn.Read(s.idleIn[:])
-		if n > 0 {
-			s.raw.n = copy(s.take(&s.raw), s.idleIn[:n])
-			return nil
-		}
-		return err
-	}
-	buf := *s.raw.b
-	n, err := conn.Read(buf[s.raw.n:])
-	s.raw.n += n
-	if n > 0 {
-		return nil
-	}
-	return err
-}
-
 // decodeClient decodes the bytes read so far and passes the message
 // payload through the frame filter. It reports done when reading should
 // stop (the client's close frame, or a violation after end).
 func (s *session) decodeClient() (bool, *closeError) {
+	if s.raw.n == 0 {
+		return false, nil
+	}
 	ended := s.ended()
 	s.dec.discard = s.dec.discard || ended
 	raw := (*s.raw.b)[:s.raw.n]
@@ -177,8 +158,8 @@ func clientReadClose(err error, registered bool) *closeError {
 	}
 }
 
-// relayToClient copies relay frames to the client. While idle it waits on
-// a small array and holds no pooled buffer. Each binary message carries
+// relayToClient copies relay frames to the client. While idle it holds no
+// pooled buffer (see idleReader). Each binary message carries
 // whole frames only: what one read returned (frames already there) is
 // packed up to coalesceLimit, and a frame never waits for a later one.
 func (s *session) relayToClient() {
@@ -196,53 +177,26 @@ func (s *session) relayToClient() {
 
 func (s *session) copyRelay() error {
 	for {
-		if s.out.n == 0 {
-			if err := s.waitRelay(); err != nil {
-				return err
-			}
-			continue
-		}
-		buf := *s.out.b
-		end, err := wholeFrames(buf[:s.out.n], coalesceLimit)
-		if err != nil {
+		// Waits holding no pooled buffer when nothing is pending; completes
+		// a partial frame in place otherwise.
+		if err := s.fromRelay.readInto(s, &s.out); err != nil {
 			return err
 		}
-		if end == 0 {
-			n, err := s.relay.Read(buf[s.out.n:])
-			s.out.n += n
+		for s.out.n > 0 {
+			buf := *s.out.b
+			end, err := wholeFrames(buf[:s.out.n], coalesceLimit)
 			if err != nil {
 				return err
 			}
-			continue
+			if end == 0 {
+				break // the rest of a frame is still on its way
+			}
+			if err := s.writeClient(buf[:end]); err != nil {
+				return err
+			}
+			s.out.n = copy(buf, buf[end:s.out.n])
 		}
-		if err := s.writeClient(buf[:end]); err != nil {
-			return err
-		}
-		s.out.n = copy(buf, buf[end:s.out.n])
 	}
-}
-
-// waitRelay is the idle wait: it reads into the session's small array, so
-// no pooled buffer is held while the relay is quiet. Small frames that
-// arrive whole (keepalives, probes, pings) go out from there; otherwise the
-// bytes move to a pooled buffer to be completed.
-func (s *session) waitRelay() error {
-	s.release(&s.out)
-	n, err := s.relay.Read(s.idle[:])
-	if n == 0 {
-		if err == nil {
-			return nil
-		}
-		return err
-	}
-	if end, ferr := wholeFrames(s.idle[:n], coalesceLimit); ferr == nil && end == n {
-		if werr := s.writeClient(s.idle[:n]); werr != nil {
-			return werr
-		}
-		return err
-	}
-	s.out.n = copy(s.take(&s.out), s.idle[:n])
-	return err
 }
 
 // writeClient sends one binary message of whole frames.

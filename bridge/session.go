@@ -23,13 +23,12 @@ type session struct {
 	remote string
 	start  time.Time
 
-	filter frameFilter
-	dec    wsDecoder
-	raw    streamBuf          // client bytes read, not yet decoded
-	in     streamBuf          // client -> relay stream bytes not yet consumed
-	out    streamBuf          // relay -> client bytes not yet sent
-	idle   [idleReadSize]byte // the relay reader's buffer while idle
-	idleIn [idleReadSize]byte // the client reader's buffer while idle
+	filter                frameFilter
+	dec                   wsDecoder
+	raw                   streamBuf // client bytes read, not yet decoded
+	in                    streamBuf // client -> relay stream bytes not yet consumed
+	out                   streamBuf // relay -> client bytes not yet sent
+	fromClient, fromRelay idleReader
 
 	// lastRefresh is when the client read deadline was last pushed back;
 	// only the client reader goroutine uses it.
@@ -79,6 +78,8 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 	})
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
 	s.dec = wsDecoder{onControl: s.onControl, onMessage: s.countMessage}
+	s.fromClient.init(ws.NetConn())
+	s.fromRelay.init(relay)
 	return s
 }
 
@@ -137,8 +138,8 @@ func (s *session) registered() {
 	s.refreshReadDeadline()
 }
 
-// idleReadSize holds a whole small frame (a 16-byte Data payload, a
-// keepalive, a probe) so those need no pooled buffer and a single read.
+// idleReadSize is the idle wait array of a connection without a file
+// descriptor (see idleReader): it holds a whole small frame.
 const idleReadSize = 128
 
 // refreshReadDeadline gives a registered client three ping intervals to
