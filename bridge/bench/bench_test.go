@@ -67,6 +67,8 @@ func BenchmarkBridge(b *testing.B) {
 	res.Print(os.Stdout)
 	b.ReportMetric(res.Bridge.MBps/res.Direct.MBps, "throughput_ratio")
 	b.ReportMetric(float64(res.Bridge.P50-res.Direct.P50)/1e3, "p50_added_us")
+	b.ReportMetric(res.BridgeProcess.MBps/res.Direct.MBps, "process_throughput_ratio")
+	b.ReportMetric(float64(res.BridgeProcess.P50-res.Direct.P50)/1e3, "process_p50_added_us")
 	b.ReportMetric(res.RSSGC/1024, "KiB/idle_session")
 }
 

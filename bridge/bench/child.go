@@ -94,6 +94,26 @@ func serveChild(ctx context.Context, relayAddr string) error {
 	return srv.Run(ctx, ln, nil)
 }
 
+// startInProcess serves a bridge in this process on a loopback port and
+// returns its relay URL and a stop function that drains it.
+func startInProcess(relayAddr string) (string, func(), error) {
+	o := bridge.DefaultOptions()
+	o.RelayAddr = relayAddr
+	o.DrainTimeout = time.Second
+	srv, err := bridge.New(o, nil, prometheus.NewRegistry())
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln, nil) }()
+	return "ws://" + ln.Addr().String() + "/relay", func() { cancel(); <-done }, nil
+}
+
 // child is a running bridge process.
 type child struct {
 	cmd         *exec.Cmd
