@@ -74,6 +74,7 @@ func TestBase(t *testing.T) {
 		{"network_policy_relay_control", checkRelayPolicy},
 		{"prometheus_scrape", checkScrape},
 		{"graceful_drain", checkDrain},
+		{"api_token_only_in_extauthz", checkAPIToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, r, d) })
 	}
@@ -276,4 +277,26 @@ func extAuthzTimeout(t *testing.T, b *bootstrapv3.Bootstrap) time.Duration {
 	}
 	t.Fatal("no ext_authz filter in the envoy config")
 	return 0
+}
+
+// checkAPIToken: the Pod does not automount its ServiceAccount token; only
+// extauthz, the one container that calls the API, mounts a projected one.
+func checkAPIToken(t *testing.T, _ *rendered, d *appsv1.Deployment) {
+	ps := d.Spec.Template.Spec
+	mustf(t, ps.AutomountServiceAccountToken != nil && !*ps.AutomountServiceAccountToken, "automountServiceAccountToken must be false")
+	tokenVols := map[string]bool{}
+	for _, v := range ps.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				tokenVols[v.Name] = true
+			}
+		}
+	}
+	for _, c := range ps.Containers {
+		mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return tokenVols[m.Name] })
+		mustf(t, mounted == (c.Name == "extauthz"), "%s: API token mounted=%v, want it in extauthz only", c.Name, mounted)
+	}
 }
