@@ -44,12 +44,12 @@ func requestFromCheck(in *authv3.CheckRequest) Request {
 		req.TargetInvalid = true
 	}
 	hdr := checkHeaders(h)
-	req.Authorization = hdr["authorization"]
-	req.Origin = hdr["origin"]
-	req.Upgrade = hdr["upgrade"]
-	req.Connection = hdr["connection"]
+	req.Authorization = hdr.authorization
+	req.Origin = hdr.origin
+	req.Upgrade = hdr.upgrade
+	req.Connection = hdr.connection
 	req.HasBody = h.GetSize() > 0 || len(h.GetBody()) > 0 || len(h.GetRawBody()) > 0 ||
-		len(hdr["transfer-encoding"]) > 0 || hasNonZero(hdr["content-length"])
+		len(hdr.transferEncoding) > 0 || hasNonZero(hdr.contentLength)
 	return req
 }
 
@@ -62,23 +62,49 @@ func hasNonZero(values []string) bool {
 	return false
 }
 
-// checkHeaders collects the headers of a CheckRequest by lower-case name.
-func checkHeaders(h *authv3.AttributeContext_HttpRequest) map[string][]string {
-	out := make(map[string][]string, 8)
-	for _, hv := range h.GetHeaderMap().GetHeaders() {
-		k := strings.ToLower(hv.GetKey())
-		v := hv.GetValue()
-		if len(hv.GetRawValue()) > 0 {
-			v = string(hv.GetRawValue())
-		}
-		out[k] = append(out[k], v)
+// checkedHeaders are the request headers the decision reads.
+type checkedHeaders struct {
+	authorization, origin, upgrade, connection, transferEncoding, contentLength []string
+}
+
+func (c *checkedHeaders) add(k, v string) {
+	var dst *[]string
+	switch strings.ToLower(k) {
+	case "authorization":
+		dst = &c.authorization
+	case "origin":
+		dst = &c.origin
+	case "upgrade":
+		dst = &c.upgrade
+	case "connection":
+		dst = &c.connection
+	case "transfer-encoding":
+		dst = &c.transferEncoding
+	case "content-length":
+		dst = &c.contentLength
+	default:
+		return
 	}
-	if len(out) > 0 {
+	*dst = append(*dst, v)
+}
+
+// checkHeaders collects the headers the decision reads from a CheckRequest:
+// from header_map (one entry per header line) when Envoy sends it, else from
+// the headers map (repeated lines joined by ",").
+func checkHeaders(h *authv3.AttributeContext_HttpRequest) checkedHeaders {
+	var out checkedHeaders
+	if hm := h.GetHeaderMap().GetHeaders(); len(hm) > 0 {
+		for _, hv := range hm {
+			v := hv.GetValue()
+			if len(hv.GetRawValue()) > 0 {
+				v = string(hv.GetRawValue())
+			}
+			out.add(hv.GetKey(), v)
+		}
 		return out
 	}
 	for k, v := range h.GetHeaders() {
-		k = strings.ToLower(k)
-		out[k] = append(out[k], v)
+		out.add(k, v)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"sync"
 	"time"
@@ -71,6 +72,7 @@ type reviewer struct {
 	// in-flight slot), so a caller whose deadline passes can tell a slow API
 	// (review_unavailable) from a wait for a slot (review_throttled).
 	calling sync.Map
+	macs    sync.Pool // of hash.Hash keyed with hmacKey
 	sem     *semaphore.Weighted
 	ttl     time.Duration
 	negTTL  time.Duration
@@ -95,7 +97,12 @@ func newReviewer(client authnv1client.TokenReviewsGetter, cfg *config, now func(
 }
 
 func (r *reviewer) key(token string) cacheKey {
-	h := hmac.New(sha256.New, r.hmacKey)
+	h, _ := r.macs.Get().(hash.Hash)
+	if h == nil {
+		h = hmac.New(sha256.New, r.hmacKey)
+	}
+	defer r.macs.Put(h)
+	h.Reset()
 	h.Write([]byte(r.audience))
 	h.Write([]byte{0})
 	h.Write([]byte(token))
