@@ -104,6 +104,7 @@ func checkBaseIntact(t *testing.T, r *rendered) {
 	d := r.deployment(t)
 	checkSecurityContext(t, r, d)
 	checkAPIToken(t, r, d)
+	checkRBAC(t, r, d)
 	checkContainerFlags(t, d)
 	checkEnvoyPorts(t, r, d)
 	checkLoopback(t, r, d)
@@ -159,6 +160,7 @@ func checkWithoutEnvoy(t *testing.T, r *rendered) *appsv1.Deployment {
 	mustf(t, container(d, "envoy") == nil, "envoy container still present")
 	checkSecurityContext(t, r, d)
 	checkAPIToken(t, r, d)
+	checkRBAC(t, r, d)
 	checkContainerFlags(t, d)
 	var guarded bool
 	for _, u := range r.all("NetworkPolicy") {
