@@ -294,8 +294,3 @@ func fatalIf(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-func errorf(t *testing.T, format string, args ...any) {
-	t.Helper()
-	t.Errorf(format, args...)
-}

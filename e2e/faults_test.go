@@ -124,6 +124,9 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 		}
 	}
 	results := make([]closed, len(conns))
+	readyzURL := "http://" + e.stack.BridgeMetrics + "/readyz"
+	var firstClose sync.Once
+	readyAtFirstClose := 0
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		wg.Add(1)
@@ -134,12 +137,14 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 			if ce != nil {
 				results[i].code, results[i].text = ce.Code, ce.Text
 			}
+			// When the first session closes, /readyz must already fail.
+			firstClose.Do(func() { readyAtFirstClose = statusOf(readyzURL) })
 		}()
 	}
 	late := e.podAgent(t, peerName(e.fronts[0], "s7-drain-late"))
 	sigterm := time.Now()
 	fatalIf(t, e.stack.Bridge.Signal(syscall.SIGTERM))
-	waitStatus(t, "http://"+e.stack.BridgeMetrics+"/readyz", http.StatusServiceUnavailable, time.Second)
+	waitStatus(t, readyzURL, http.StatusServiceUnavailable, time.Second)
 	notReady := time.Now()
 	for _, f := range e.fronts {
 		wantRefused(t, f.opts(late), http.StatusServiceUnavailable, contract.ReasonDraining)
@@ -159,8 +164,8 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 	}
 	t.Logf("readyz failed %s after SIGTERM; sessions closed from %s to %s after it",
 		notReady.Sub(sigterm).Round(time.Millisecond), first.Sub(sigterm).Round(time.Millisecond), last.Sub(sigterm).Round(time.Millisecond))
-	if !notReady.Before(first) {
-		t.Errorf("/readyz still ready when the first session closed")
+	if readyAtFirstClose != http.StatusServiceUnavailable {
+		t.Errorf("/readyz answered %d when the first session closed, want 503", readyAtFirstClose)
 	}
 	if spread := last.Sub(first); spread < drainTimeout/4 {
 		t.Errorf("sessions closed within %s, want them spread over the %s drain window", spread, drainTimeout)
@@ -190,4 +195,14 @@ func waitStatus(t *testing.T, url string, want int, within time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("GET %s: last status %d, want %d within %s", url, got, want, within)
+}
+
+// statusOf is the status of GET url, or 0 when it cannot be reached.
+func statusOf(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -3,7 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
-		"time"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
