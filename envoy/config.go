@@ -11,6 +11,8 @@ import (
 	"os"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
@@ -24,7 +26,6 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/formatter/req_without_query/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 )
 
@@ -34,12 +35,18 @@ const (
 	TLSConfig = "envoy.yaml"
 	// PlaintextConfig is for a trusted TLS terminator in front (ALB, Ingress).
 	PlaintextConfig = "envoy-plaintext.yaml"
+	// SDSConfig is the file-based SDS resource TLSConfig's listener reads its
+	// certificate through; deployments mount it at SDSConfigMountPath.
+	SDSConfig = "sds/tls.yaml"
+	// SDSConfigMountPath is where TLSConfig expects SDSConfig.
+	SDSConfigMountPath = "/etc/envoy/config/sds-tls.yaml"
 )
 
-//go:embed envoy.yaml envoy-plaintext.yaml
+//go:embed envoy.yaml envoy-plaintext.yaml sds/tls.yaml
 var shipped embed.FS
 
-// Shipped returns the bytes of a shipped config (TLSConfig or PlaintextConfig).
+// Shipped returns the bytes of a shipped file (TLSConfig, PlaintextConfig or
+// SDSConfig).
 func Shipped(name string) ([]byte, error) {
 	data, err := shipped.ReadFile(name)
 	if err != nil {
@@ -65,6 +72,31 @@ func Decode(data []byte) (*bootstrapv3.Bootstrap, error) {
 		return nil, fmt.Errorf("envoy: validate bootstrap: %w", err)
 	}
 	return b, nil
+}
+
+// DecodeSDS parses a file-based SDS resource file (a DiscoveryResponse in
+// YAML) and returns its TLS Secrets, each validated.
+func DecodeSDS(data []byte) ([]*tlsv3.Secret, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("envoy: sds yaml: %w", err)
+	}
+	dr := &discoveryv3.DiscoveryResponse{}
+	if err := protojson.Unmarshal(js, dr); err != nil {
+		return nil, fmt.Errorf("envoy: decode sds: %w", err)
+	}
+	var out []*tlsv3.Secret
+	for _, r := range dr.GetResources() {
+		sec := &tlsv3.Secret{}
+		if err := r.UnmarshalTo(sec); err != nil {
+			return nil, fmt.Errorf("envoy: sds resource %s: %w", r.GetTypeUrl(), err)
+		}
+		if err := sec.ValidateAll(); err != nil {
+			return nil, fmt.Errorf("envoy: validate sds secret %q: %w", sec.GetName(), err)
+		}
+		out = append(out, sec)
+	}
+	return out, nil
 }
 
 // Load reads and decodes the config at path.

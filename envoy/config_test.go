@@ -64,7 +64,7 @@ func TestPropertiesCanFail(t *testing.T) {
 
 // TestEmbeddedMatchesDisk: Shipped (what the e2e suite runs) is the file here.
 func TestEmbeddedMatchesDisk(t *testing.T) {
-	for _, file := range configFiles(t) {
+	for _, file := range append(configFiles(t), SDSConfig) {
 		got, err := Shipped(file)
 		if err != nil {
 			t.Fatalf("%s is not embedded: %v", file, err)
@@ -146,4 +146,31 @@ func firstDiff(t *testing.T, a, b *bootstrapv3.Bootstrap) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d and %d lines", len(la), len(lb))
+}
+
+func TestSDSRejects(t *testing.T) {
+	good, err := Shipped(SDSConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secrets, err := DecodeSDS(good); err != nil || len(secrets) != 1 {
+		t.Fatalf("shipped SDS file: %d secrets, %v", len(secrets), err)
+	}
+	tests := []struct{ name, old, new, want string }{
+		{"unknown field", "watched_directory:", "watched_dir:", "unknown field"},
+		{"wrong type", "envoy.extensions.transport_sockets.tls.v3.Secret", "envoy.extensions.transport_sockets.tls.v3.Nope", "nope"},
+		{"empty watched directory", "{path: /etc/envoy/tls}", "{path: \"\"}", "validate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tt.old, tt.new, 1)
+			if bad == string(good) {
+				t.Fatalf("fixture: %q not found", tt.old)
+			}
+			_, err := DecodeSDS([]byte(bad))
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), tt.want) {
+				t.Errorf("DecodeSDS error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
 }

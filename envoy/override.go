@@ -23,13 +23,18 @@ type Overrides struct {
 	// Clusters maps a cluster name (extauthz, bridge, envoy_admin) to the
 	// address of its single endpoint.
 	Clusters map[string]string
-	// CertFile and KeyFile replace the TLS listener's certificate paths.
+	// CertFile and KeyFile replace the TLS listener's certificate. A listener
+	// that reads it through file-based SDS gets the two files inline instead,
+	// so the overridden config needs no SDS file. Set both or neither.
 	CertFile, KeyFile string
 }
 
 // Apply rewrites b in place. A name in Listeners or Clusters that b does not
 // have is an error, so a renamed listener cannot silently keep its old port.
 func (o Overrides) Apply(b *bootstrapv3.Bootstrap) error {
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return fmt.Errorf("envoy: set both CertFile and KeyFile, or neither")
+	}
 	if o.Admin != "" {
 		if err := setAddress(b.GetAdmin().GetAddress(), o.Admin); err != nil {
 			return fmt.Errorf("envoy: admin: %w", err)
@@ -75,14 +80,12 @@ func (o Overrides) applyCert(ts *corev3.TransportSocket) error {
 	if err := ts.GetTypedConfig().UnmarshalTo(tc); err != nil {
 		return fmt.Errorf("tls context: %w", err)
 	}
-	for _, c := range tc.GetCommonTlsContext().GetTlsCertificates() {
-		if o.CertFile != "" {
-			c.CertificateChain = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: o.CertFile}}
-		}
-		if o.KeyFile != "" {
-			c.PrivateKey = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: o.KeyFile}}
-		}
-	}
+	ctx := tc.GetCommonTlsContext()
+	ctx.TlsCertificateSdsSecretConfigs = nil
+	ctx.TlsCertificates = []*tlsv3.TlsCertificate{{
+		CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: o.CertFile}},
+		PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: o.KeyFile}},
+	}}
 	a, err := anypb.New(tc)
 	if err != nil {
 		return fmt.Errorf("tls context: %w", err)

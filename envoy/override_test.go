@@ -37,7 +37,12 @@ func TestOverridesApply(t *testing.T) {
 	lp, _ := socketAddr(v.relay.GetAddress().GetSocketAddress())
 	ea, _ := v.endpoint("extauthz")
 	br, _ := v.endpoint("bridge")
-	cert := v.tls.GetCommonTlsContext().GetTlsCertificates()[0]
+	certs := v.tls.GetCommonTlsContext().GetTlsCertificates()
+	if len(certs) != 1 || len(v.tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs()) != 0 {
+		t.Fatalf("after Apply: %d inline certificates and SDS %v, want one inline and no SDS", len(certs),
+			v.tls.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs())
+	}
+	cert := certs[0]
 	got := []string{ap.String(), lp.String(), ea.String(), br.String(),
 		cert.GetCertificateChain().GetFilename(), cert.GetPrivateKey().GetFilename()}
 	want := []string{"127.0.0.1:19901", "127.0.0.1:18443", "127.0.0.1:19001", "127.0.0.1:18081", "/tmp/e2e/tls.crt", "/tmp/e2e/tls.key"}
@@ -69,6 +74,7 @@ func TestOverridesReject(t *testing.T) {
 		{"hostname", Overrides{Admin: "localhost:1"}, "literal IP"},
 		{"no port", Overrides{Clusters: map[string]string{"bridge": "127.0.0.1"}}, "missing port"},
 		{"port range", Overrides{Listeners: map[string]string{"relay_tls": "127.0.0.1:70000"}}, "port"},
+		{"cert without key", Overrides{CertFile: "/tmp/c.pem"}, "set both CertFile and KeyFile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

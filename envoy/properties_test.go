@@ -3,6 +3,7 @@ package envoy
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -114,13 +115,57 @@ func checkTLS(v *view) error {
 		return fmt.Errorf("listener %s has no TLS", v.relay.GetName())
 	}
 	ctx := v.tls.GetCommonTlsContext()
-	certs := ctx.GetTlsCertificates()
-	return errors.Join(
+	files, err := tlsCertFiles(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, errIf(!strings.HasPrefix(f, "/etc/envoy/tls/"), "certificate file %s is not under /etc/envoy/tls/ (the mounted Secret)", f))
+	}
+	return errors.Join(append(errs,
 		errIf(ctx.GetTlsParams().GetTlsMinimumProtocolVersion() < tlsv3.TlsParameters_TLSv1_2, "TLS minimum below 1.2"),
-		errIf(!slices.Equal(ctx.GetAlpnProtocols(), []string{"http/1.1"}), "alpn %v, want [http/1.1]", ctx.GetAlpnProtocols()),
-		errIf(len(certs) != 1 || !strings.HasPrefix(certs[0].GetCertificateChain().GetFilename(), "/etc/envoy/tls/") ||
-			!strings.HasPrefix(certs[0].GetPrivateKey().GetFilename(), "/etc/envoy/tls/"),
-			"want one certificate read from files under /etc/envoy/tls/ (the mounted Secret)"))
+		errIf(!slices.Equal(ctx.GetAlpnProtocols(), []string{"http/1.1"}), "alpn %v, want [http/1.1]", ctx.GetAlpnProtocols()))...)
+}
+
+// tlsCertFiles returns the certificate chain and key files a TLS context
+// reads, inline or through the shipped file-based SDS resource (which must
+// be where the config looks for it, and watched so renewals load).
+func tlsCertFiles(ctx *tlsv3.CommonTlsContext) ([]string, error) {
+	if certs := ctx.GetTlsCertificates(); len(certs) > 0 {
+		if len(certs) != 1 || len(ctx.GetTlsCertificateSdsSecretConfigs()) > 0 {
+			return nil, errors.New("want exactly one certificate")
+		}
+		return []string{certs[0].GetCertificateChain().GetFilename(), certs[0].GetPrivateKey().GetFilename()}, nil
+	}
+	sds := ctx.GetTlsCertificateSdsSecretConfigs()
+	if len(sds) != 1 {
+		return nil, fmt.Errorf("%d SDS certificate configs, want 1", len(sds))
+	}
+	pcs := sds[0].GetSdsConfig().GetPathConfigSource()
+	if pcs.GetPath() != SDSConfigMountPath || pcs.GetWatchedDirectory().GetPath() != path.Dir(SDSConfigMountPath) {
+		return nil, fmt.Errorf("SDS from %q watching %q, want %s watching its directory", pcs.GetPath(), pcs.GetWatchedDirectory().GetPath(), SDSConfigMountPath)
+	}
+	data, err := Shipped(SDSConfig)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := DecodeSDS(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, sec := range secrets {
+		if sec.GetName() != sds[0].GetName() {
+			continue
+		}
+		c := sec.GetTlsCertificate()
+		chain, key := c.GetCertificateChain().GetFilename(), c.GetPrivateKey().GetFilename()
+		if w := c.GetWatchedDirectory().GetPath(); w != path.Dir(chain) || w != path.Dir(key) {
+			return nil, fmt.Errorf("SDS secret %q watches %q, not the certificate's directory: a renewed Secret would not load", sec.GetName(), w)
+		}
+		return []string{chain, key}, nil
+	}
+	return nil, fmt.Errorf("%s defines no secret %q", SDSConfig, sds[0].GetName())
 }
 
 func checkAccessLog(v *view) error {

@@ -34,21 +34,25 @@ func TestEnvoyConfigNoDrift(t *testing.T) {
 	if err != nil || len(src) == 0 {
 		t.Fatalf("no configs in ../envoy: %v", err)
 	}
-	cm := into[corev1.ConfigMap](t, render(t, "base").one(t, "ConfigMap", ""))
-	mustf(t, len(cm.Data) == len(src), "ConfigMap has %d files, envoy/ has %d", len(cm.Data), len(src))
+	// The SDS resource file is a ConfigMap key under another name.
+	copies := map[string]string{"sds-tls.yaml": "../envoy/" + envoy.SDSConfig}
 	for _, f := range src {
+		copies[filepath.Base(f)] = f
+	}
+	cm := into[corev1.ConfigMap](t, render(t, "base").one(t, "ConfigMap", ""))
+	mustf(t, len(cm.Data) == len(copies), "ConfigMap has %d files, want %d (%v)", len(cm.Data), len(copies), copies)
+	for name, f := range copies {
 		want, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := filepath.Base(f)
 		copyData, err := os.ReadFile(filepath.Join("base", name))
 		if err != nil {
-			t.Errorf("base/%s missing: copy envoy/%s there", name, name)
+			t.Errorf("base/%s missing: copy %s there", name, f)
 			continue
 		}
-		mustf(t, string(copyData) == string(want), "base/%s differs from envoy/%s: copy it again", name, name)
-		mustf(t, cm.Data[name] == string(want), "ConfigMap key %s differs from envoy/%s", name, name)
+		mustf(t, string(copyData) == string(want), "base/%s differs from %s: copy it again", name, f)
+		mustf(t, cm.Data[name] == string(want), "ConfigMap key %s differs from %s", name, f)
 	}
 }
 

@@ -159,6 +159,8 @@ func checkComposePorts(t *testing.T, c composeFile) {
 	cfg := e.Command[slices.Index(e.Command, "--config-path")+1]
 	host, _ := e.resolve(cfg)
 	mustf(t, host == "envoy/envoy.yaml", "envoy runs %s, backed by %q, want ./envoy/envoy.yaml", cfg, host)
+	sds, _ := e.resolve(envoy.SDSConfigMountPath)
+	mustf(t, sds == "envoy/"+envoy.SDSConfig, "envoy's SDS file %s is backed by %q, want ./envoy/%s", envoy.SDSConfigMountPath, sds, envoy.SDSConfig)
 }
 
 func checkComposeAddresses(t *testing.T, c composeFile) {

@@ -16,10 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/wirekube/relay-ws/envoy"
 )
 
 func checkTLSMount(t *testing.T, r *rendered, d *appsv1.Deployment) {
-	for _, f := range tlsFiles(t, envoyConfig(t, r, d)) {
+	for _, f := range tlsFiles(t, r, d, envoyConfig(t, r, d)) {
 		dir := filepath.Dir(f)
 		e := container(d, "envoy")
 		i := slices.IndexFunc(e.VolumeMounts, func(m corev1.VolumeMount) bool { return filepath.Clean(m.MountPath) == dir })
@@ -42,7 +44,10 @@ func checkTLSMount(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	}
 }
 
-func tlsFiles(t *testing.T, b *bootstrapv3.Bootstrap) []string {
+// tlsFiles returns the certificate files the Envoy container reads: inline,
+// or through file-based SDS, whose resource file must itself be a key of a
+// ConfigMap mounted where the config looks for it.
+func tlsFiles(t *testing.T, r *rendered, d *appsv1.Deployment, b *bootstrapv3.Bootstrap) []string {
 	t.Helper()
 	var files []string
 	for _, l := range b.GetStaticResources().GetListeners() {
@@ -58,12 +63,44 @@ func tlsFiles(t *testing.T, b *bootstrapv3.Bootstrap) []string {
 			for _, c := range tc.GetCommonTlsContext().GetTlsCertificates() {
 				files = append(files, c.GetCertificateChain().GetFilename(), c.GetPrivateKey().GetFilename())
 			}
+			for _, sc := range tc.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs() {
+				files = append(files, sdsFiles(t, r, d, sc.GetSdsConfig().GetPathConfigSource().GetPath(), sc.GetName())...)
+			}
 		}
 	}
 	if len(files) == 0 {
 		t.Fatal("the base Envoy config has no TLS certificate files")
 	}
 	return files
+}
+
+func sdsFiles(t *testing.T, r *rendered, d *appsv1.Deployment, path, name string) []string {
+	t.Helper()
+	e := container(d, "envoy")
+	dir, key := filepath.Split(path)
+	i := slices.IndexFunc(e.VolumeMounts, func(m corev1.VolumeMount) bool { return filepath.Clean(m.MountPath) == filepath.Clean(dir) })
+	if i < 0 {
+		t.Fatalf("SDS file %s: nothing mounted at %s", path, dir)
+	}
+	var cmName string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == e.VolumeMounts[i].Name && v.ConfigMap != nil {
+			cmName = v.ConfigMap.Name
+		}
+	}
+	cm := into[corev1.ConfigMap](t, r.one(t, "ConfigMap", cmName))
+	secrets, err := envoy.DecodeSDS([]byte(cm.Data[key]))
+	if err != nil || len(secrets) == 0 {
+		t.Fatalf("SDS file %s (ConfigMap %s key %s): %d secrets, %v", path, cmName, key, len(secrets), err)
+	}
+	for _, s := range secrets {
+		if s.GetName() == name {
+			c := s.GetTlsCertificate()
+			return []string{c.GetCertificateChain().GetFilename(), c.GetPrivateKey().GetFilename()}
+		}
+	}
+	t.Fatalf("SDS file %s has no secret %q", path, name)
+	return nil
 }
 
 func checkService(t *testing.T, r *rendered, d *appsv1.Deployment) {
