@@ -28,10 +28,13 @@ type Request struct {
 	// Origin holds every Origin value.
 	Origin []string
 	// Upgrade and Connection hold the hop-by-hop upgrade headers.
-	// UpgradeKnown tells that the front end always passes them (Envoy's
-	// gRPC check); otherwise they are checked only when present.
-	Upgrade, Connection []string
-	UpgradeKnown        bool
+	// UpgradeKnown and ConnectionKnown tell that the proxy passes that header
+	// whenever the client sent it (Envoy's gRPC check passes both; the nginx
+	// snippet passes both, an empty value dropping the header): then a
+	// missing header denies. Otherwise the header is checked only when
+	// present.
+	Upgrade, Connection           []string
+	UpgradeKnown, ConnectionKnown bool
 	// HasBody is set when the original request carries a body.
 	HasBody bool
 }
@@ -166,7 +169,7 @@ func checkWebSocket(req *Request) contract.Reason {
 			return contract.ReasonNotWebSocket
 		}
 	}
-	if req.UpgradeKnown || len(req.Connection) > 0 {
+	if req.ConnectionKnown || len(req.Connection) > 0 {
 		if !hasToken(req.Connection, "upgrade") {
 			return contract.ReasonNotWebSocket
 		}

@@ -33,7 +33,7 @@ func (s *CheckServer) Check(ctx context.Context, in *authv3.CheckRequest) (*auth
 // entry each in header_map when Envoy is configured to send raw headers.
 func requestFromCheck(in *authv3.CheckRequest) Request {
 	h := in.GetAttributes().GetRequest().GetHttp()
-	req := Request{Frontend: "grpc", UpgradeKnown: true}
+	req := Request{Frontend: "grpc", UpgradeKnown: true, ConnectionKnown: true}
 	if h == nil {
 		req.TargetInvalid = true
 		return req

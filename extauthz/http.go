@@ -26,7 +26,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeDecision(w, d)
 }
 
-// requestFromHTTP normalizes an auth subrequest. The original method and
+// requestFromHTTP normalizes an auth subrequest. Upgrade is required on the
+// relay path unless the proxy uses the X-Forwarded-Method/-Uri convention
+// (Traefik ForwardAuth and Caddy forward_auth drop hop-by-hop headers from
+// the auth request); Connection is checked only when present (nginx may send
+// its own). The bridge checks the upgrade again in every case.
+// The original method and
 // target come from the proxy's headers when present, else from the request
 // itself (Envoy http_service appends the original path). Conflicting or
 // repeated convention headers make the target invalid (fail closed): a
@@ -41,6 +46,7 @@ func requestFromHTTP(r *http.Request) Request {
 		Connection:    r.Header.Values("Connection"),
 		HasBody:       r.ContentLength > 0 || len(r.TransferEncoding) > 0,
 	}
+	req.UpgradeKnown = len(r.Header.Values("X-Forwarded-Method")) == 0 && len(r.Header.Values("X-Forwarded-Uri")) == 0
 	var ok bool
 	req.Method, ok = originalMethod(r)
 	if !ok {

@@ -120,6 +120,7 @@ func TestRun(t *testing.T) {
 	req, _ := http.NewRequest("GET", "http://x/", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("X-Original-Uri", "/relay")
+	req.Header.Set("Upgrade", "websocket")
 	hresp, err := httpC.Do(req)
 	must(t, err)
 	hresp.Body.Close()
