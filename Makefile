@@ -57,6 +57,16 @@ e2e: ## The end-to-end suite (real kube-apiserver, nginx, binaries).
 demo: ## The whole stack on this machine, with attacks and a report.
 	@echo "make demo: not yet (issue 5)"; exit 1
 
+IMAGE ?= wirekube/relay-ws:dev
+.PHONY: image
+image: ## Build the container image (needs a Docker engine; not run in CI).
+	docker build -t $(IMAGE) .
+
+.PHONY: manifests-sync
+manifests-sync: ## Copy envoy/ configs into manifests/base (kustomize cannot read outside its root).
+	cp envoy/envoy.yaml envoy/envoy-plaintext.yaml manifests/base/
+	cp envoy/sds/tls.yaml manifests/base/sds-tls.yaml
+
 .PHONY: clean
 clean: ## Remove build output.
 	rm -rf $(BIN)
