@@ -35,8 +35,9 @@ func (s *sentinels) check(t *testing.T) {
 }
 
 // payloadSizes covers small frames, a full single message and the largest
-// Data frame (65,540 bytes encoded: the agent splits it in two messages).
-var payloadSizes = []int{1, 100, 1400, 9000, 65000, relayproto.MaxFrameSize - 1 - relayproto.KeySize}
+// Data frame (65,540 bytes encoded with the 4-byte sequence number: the agent
+// splits it in two messages).
+var payloadSizes = []int{1, 100, 1400, 9000, 65000, relayproto.MaxFrameSize - 1 - relayproto.KeySize - 4}
 
 // streamBothWays sends n numbered payloads each way at once and checks that
 // each side receives every payload intact, in order, from the other's key.

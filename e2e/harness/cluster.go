@@ -139,6 +139,8 @@ func (c *Cluster) writeAPIServerArgs(etcdURL string) error {
 		"--cert-dir=" + filepath.Join(c.Dir, "certs"),
 		"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLog, "--audit-log-mode=blocking",
 		"--audit-log-maxbackup=0", "--v=1",
+		// No kubernetes Service endpoints on loopback (the reconciler refuses 127.0.0.1).
+		"--endpoint-reconciler-type=none",
 	}
 	return c.writeAdminKubeconfig(ca)
 }

@@ -24,6 +24,12 @@ const (
 	EnvEtcd              = "WIREKUBE_E2E_ETCD"
 )
 
+// kubeVersionLDFlags stamps the version as the Kubernetes build does
+// (hack/lib/version.sh), so /version reports KubeVersion.
+const kubeVersionLDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
+	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" +
+	" -X k8s.io/component-base/version.gitTreeState=clean"
+
 // KubeBinaries are the paths of the control-plane binaries.
 type KubeBinaries struct {
 	APIServer string
@@ -80,14 +86,14 @@ func FindKubeBinaries(ctx context.Context, repoRoot string, out io.Writer) (Kube
 		return KubeBinaries{}, fmt.Errorf("kube binaries: %w", err)
 	}
 	modDir := filepath.Join(repoRoot, "e2e", "kubebin")
-	for _, b := range []struct{ path, pkg string }{
-		{bins.Etcd, "go.etcd.io/etcd/server/v3"},
-		{bins.APIServer, "k8s.io/kubernetes/cmd/kube-apiserver"},
+	for _, b := range []struct{ path, pkg, ldflags string }{
+		{bins.Etcd, "go.etcd.io/etcd/server/v3", ""},
+		{bins.APIServer, "k8s.io/kubernetes/cmd/kube-apiserver", kubeVersionLDFlags},
 	} {
 		if _, err := os.Stat(b.path); err == nil {
 			continue
 		}
-		if err := goBuild(ctx, modDir, b.path, b.pkg, out); err != nil {
+		if err := goBuild(ctx, modDir, b.path, b.pkg, b.ldflags, out); err != nil {
 			return KubeBinaries{}, err
 		}
 	}
@@ -109,11 +115,11 @@ func checkBinaries(b KubeBinaries) (KubeBinaries, error) {
 
 // goBuild builds pkg inside the module at modDir into dst, through a temporary
 // name so that an interrupted build never leaves a broken cached binary.
-func goBuild(ctx context.Context, modDir, dst, pkg string, out io.Writer) error {
+func goBuild(ctx context.Context, modDir, dst, pkg, ldflags string, out io.Writer) error {
 	start := time.Now()
 	fmt.Fprintf(out, "harness: building %s %s into %s (a cold build takes minutes)\n", filepath.Base(dst), KubeVersion, dst)
 	tmp := dst + ".building"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", tmp, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags="+ldflags, "-o", tmp, pkg)
 	cmd.Dir = modDir
 	// GOWORK=off: a go.work above the repo must not pull this module in.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")

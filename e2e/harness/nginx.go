@@ -94,8 +94,10 @@ func nginxMainConfig(dir, logDir string) string {
 	if os.Geteuid() == 0 {
 		user = "user root;" // workers must read the key file of this run
 	}
+	// master_process off: one process, so stopping it by PID (and the
+	// parent-death signal when the test binary dies) leaves no worker behind.
 	return fmt.Sprintf(`%s
-worker_processes 1;
+master_process off;
 pid %[2]s/nginx.pid;
 error_log %[3]s/nginx-error.log info;
 events { worker_connections 1024; }

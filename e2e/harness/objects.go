@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -33,6 +34,7 @@ func (c *Cluster) InstallCRD(ctx context.Context, doc []byte) error {
 		return fmt.Errorf("crd: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
+	approveProtectedGroup(u)
 	if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("crd %s: %w", u.GetName(), err)
 	}
@@ -50,6 +52,26 @@ func (c *Cluster) InstallCRD(ctx context.Context, doc []byte) error {
 		}
 		return fmt.Errorf("crd %s not established yet", u.GetName())
 	})
+}
+
+// approveProtectedGroup: the API server refuses a CRD in a *.k8s.io group
+// without the api-approved.kubernetes.io annotation that the real upstream
+// CRDs carry (Gateway API). A shape-only fixture may lack it; mark it as an
+// unapproved test fixture, which the API server accepts.
+func approveProtectedGroup(u *unstructured.Unstructured) {
+	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+	if !strings.HasSuffix(group, ".k8s.io") && !strings.HasSuffix(group, ".kubernetes.io") {
+		return
+	}
+	ann := u.GetAnnotations()
+	if _, ok := ann["api-approved.kubernetes.io"]; ok {
+		return
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["api-approved.kubernetes.io"] = "unapproved, wirekube e2e test fixture"
+	u.SetAnnotations(ann)
 }
 
 // EnsureNamespace creates a namespace and waits for its default

@@ -92,6 +92,9 @@ type Stack struct {
 // StartStack starts every component and waits until each is ready.
 func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, error) {
 	s := &Stack{opts: o, procs: procs}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("stack dir: %w", err)
+	}
 	addrs := []*string{&s.RelayAddr, &s.ExtauthzGRPC, &s.ExtauthzHTTP, &s.ExtauthzMetrics,
 		&s.BridgeAddr, &s.BridgeMetrics, &s.NginxAddr, &s.StandinAddr}
 	for _, a := range addrs {
