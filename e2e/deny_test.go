@@ -54,6 +54,12 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 		o := base
 		tok := fresh()
 		o.Header = http.Header{"Authorization": {"Bearer " + tok, "Bearer " + tok}}
+		if f.name == "nginx" {
+			// nginx itself refuses a duplicate Authorization header line
+			// with its own 400 page, before auth_request: no reason header.
+			wantRefused(t, o, http.StatusBadRequest, "")
+			return
+		}
 		wantRefused(t, o, http.StatusBadRequest, contract.ReasonAuthorizationRepeated)
 	})
 	t.Run("wrong_audience", func(t *testing.T) {

@@ -61,15 +61,19 @@ func (e *env) faultAPIServer(t *testing.T) {
 
 // eventuallySession retries a dial until it succeeds (a component is coming
 // back) and proves the session is live.
-func eventuallySession(t *testing.T, f front, id identity, within time.Duration) {
+func eventuallySession(t *testing.T, f front, id identity, within time.Duration) *agent.Conn {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	deadline := start.Add(within)
 	for {
 		c, err := agent.Dial(context.Background(), f.opts(id), id.key)
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
 			alive(t, c, id.key)
-			return
+			if d := time.Since(start); d > time.Second {
+				t.Logf("%s: session for %s after %s of retries", f.name, id.peer, d.Round(time.Millisecond))
+			}
+			return c
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: no session within %s: %v", f.name, within, err)
@@ -85,7 +89,9 @@ func (e *env) faultRelay(t *testing.T) {
 	ids := map[string]identity{}
 	for _, f := range e.fronts {
 		ids[f.name] = e.podAgent(t, peerName(f, "s7-relay"))
-		live[f.name] = session(t, f, ids[f.name])
+		// extauthz's informers may still be catching up after the API
+		// server restart of the previous fault.
+		live[f.name] = eventuallySession(t, f, ids[f.name], 30*time.Second)
 	}
 	fatalIf(t, e.stack.Relay.Stop(10*time.Second))
 	for _, f := range e.fronts {
@@ -120,7 +126,7 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 	var conns []*agent.Conn
 	for _, f := range e.fronts {
 		for _, n := range []string{"a", "b", "c", "d"} {
-			conns = append(conns, session(t, f, e.podAgent(t, peerName(f, "s7-drain-"+n))))
+			conns = append(conns, eventuallySession(t, f, e.podAgent(t, peerName(f, "s7-drain-"+n)), 30*time.Second))
 		}
 	}
 	results := make([]closed, len(conns))

@@ -70,7 +70,13 @@ func (c *Cluster) Apply(ctx context.Context, objs []*unstructured.Unstructured, 
 		ri := c.Dynamic.Resource(m.Resource)
 		var applyErr error
 		if m.Scope.Name() == "namespace" {
-			_, applyErr = ri.Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, opts)
+			ns := o.GetNamespace()
+			if ns == "" {
+				ns = "default" // as kubectl apply without -n
+				o = o.DeepCopy()
+				o.SetNamespace(ns)
+			}
+			_, applyErr = ri.Namespace(ns).Apply(ctx, o.GetName(), o, opts)
 		} else {
 			_, applyErr = ri.Apply(ctx, o.GetName(), o, opts)
 		}
