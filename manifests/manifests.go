@@ -1,8 +1,9 @@
 // Package manifests holds the Kubernetes manifests of the gateway (kustomize
 // base under base/, examples under examples/, components under components/)
 // and the CRD fixtures the tests and the e2e suite install. The Go code here
-// only names those paths and embeds the fixtures; the tests render every
-// directory with `kubectl kustomize` and check what a reviewer would check.
+// names those paths, embeds the fixtures and renders a directory (Kustomize,
+// with a pinned kustomize or kubectl); the tests render every directory and
+// check what a reviewer would check.
 package manifests
 
 import (
@@ -50,7 +51,7 @@ type NamedFile struct {
 	Data []byte
 }
 
-// Dirs lists every directory `kubectl kustomize` renders (relative to this
+// Dirs lists every directory Kustomize renders (relative to this
 // directory): the base and each example. The e2e suite dry-runs each one.
 func Dirs() []string {
 	dirs := []string{

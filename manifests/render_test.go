@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -15,27 +14,22 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// rendered is the output of `kubectl kustomize DIR`.
+// rendered is the output of kustomize for one directory.
 type rendered struct {
 	dir  string
 	objs []*unstructured.Unstructured
 }
 
-// render runs kubectl kustomize. A missing kubectl fails the test: these
-// checks are the only thing that renders the manifests in CI.
+// render renders dir with Kustomize (see ResolveKustomize for which
+// kustomize). A failure to find or install one fails the test: these checks
+// are the only thing that renders the manifests in CI.
 func render(t *testing.T, dir string) *rendered {
 	t.Helper()
-	kubectl, err := exec.LookPath("kubectl")
+	out, err := Kustomize(t.Context(), dir)
 	if err != nil {
-		t.Fatalf("kubectl is required to render the manifests (kubectl kustomize): %v", err)
+		t.Fatal(err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(kubectl, "kustomize", dir)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
-	}
-	objs, err := decodeAll(stdout.Bytes())
+	objs, err := decodeAll(out)
 	if err != nil {
 		t.Fatalf("decode %s: %v", dir, err)
 	}
