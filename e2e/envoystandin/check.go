@@ -31,10 +31,12 @@ func stripClientIdentity(h http.Header) {
 // authority in host, size -1 when unknown, no body (envoy.yaml sets no
 // with_request_body), and the socket addresses.
 func checkRequest(r *http.Request, requestID string) *authv3.CheckRequest {
+	// Envoy turns an absolute-form request target into the path form.
+	target := r.URL.RequestURI()
 	headers := map[string]string{
 		":authority": r.Host,
 		":method":    r.Method,
-		":path":      r.RequestURI,
+		":path":      target,
 		":scheme":    "https",
 	}
 	for name, vs := range r.Header {
@@ -56,7 +58,7 @@ func checkRequest(r *http.Request, requestID string) *authv3.CheckRequest {
 				Id:       requestID,
 				Method:   r.Method,
 				Headers:  headers,
-				Path:     r.RequestURI,
+				Path:     target,
 				Host:     r.Host,
 				Scheme:   "https",
 				Size:     size,
