@@ -28,6 +28,10 @@ func RealEnvoy() string {
 // startEnvoy runs real Envoy with envoy/envoy.yaml, its ports and
 // certificate paths substituted through envoy.Overrides.
 func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
+	if s.standinLn != nil { // Envoy binds the front's port itself
+		s.standinLn.Close()
+		s.standinLn = nil
+	}
 	cert, key, err := s.frontCert()
 	if err != nil {
 		return err

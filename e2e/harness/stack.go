@@ -86,6 +86,7 @@ type Stack struct {
 	standinStop context.CancelFunc
 	standinDone chan error
 	standinLog  *os.File
+	standinLn   net.Listener // held from StartStack until the stand-in serves
 	mu          sync.Mutex
 }
 
@@ -95,15 +96,21 @@ func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, erro
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("stack dir: %w", err)
 	}
+	// The in-process stand-in keeps its listener from now on, so its port
+	// cannot be taken in between; the children get ports picked just now.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("front listen: %w", err)
+	}
+	s.standinLn, s.StandinAddr = ln, ln.Addr().String()
 	addrs := []*string{&s.RelayAddr, &s.ExtauthzGRPC, &s.ExtauthzHTTP, &s.ExtauthzMetrics,
-		&s.BridgeAddr, &s.BridgeMetrics, &s.NginxAddr, &s.StandinAddr}
+		&s.BridgeAddr, &s.BridgeMetrics, &s.NginxAddr}
 	for _, a := range addrs {
 		var err error
 		if *a, err = FreeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	var err error
 	if s.FrontCA, err = NewCA("wirekube-e2e-front-ca"); err != nil {
 		return nil, err
 	}
@@ -210,11 +217,8 @@ func (s *Stack) startStandin(ctx context.Context) error {
 		f.Close()
 		return err
 	}
-	ln, err := net.Listen("tcp", s.StandinAddr)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("standin listen: %w", err)
-	}
+	ln := s.standinLn
+	s.standinLn = nil
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.standinStop, s.standinDone, s.standinLog = cancel, make(chan error, 1), f
 	go func() { s.standinDone <- srv.Serve(runCtx, ln) }() // owned: Close waits
@@ -226,6 +230,10 @@ func (s *Stack) startStandin(ctx context.Context) error {
 func (s *Stack) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.standinLn != nil {
+		s.standinLn.Close()
+		s.standinLn = nil
+	}
 	if s.standinStop != nil {
 		s.standinStop()
 		<-s.standinDone
