@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/wirekube/relay-ws/e2e/agent"
@@ -56,7 +55,8 @@ func session(ctx context.Context, o Options, fn func(context.Context, *env, *Rep
 	return rep, err
 }
 
-// stop closes the stack and checks that no process it started is alive.
+// stop closes the stack and checks that no process it started is alive:
+// neither a tracked PID nor any child of this process.
 func (e *env) stop() (string, error) {
 	err := e.close()
 	var alive []int
@@ -65,10 +65,12 @@ func (e *env) stop() (string, error) {
 			alive = append(alive, pid)
 		}
 	}
+	children, cerr := childProcesses(os.Getpid())
+	alive = append(alive, children...)
 	if len(alive) > 0 {
-		return "", errors.Join(err, fmt.Errorf("still running after stop: pids %v", alive))
+		return "", errors.Join(err, cerr, fmt.Errorf("still running after stop: pids %v", alive))
 	}
-	return fmt.Sprintf("%d processes stopped by PID, none left", len(e.pids)), err
+	return fmt.Sprintf("%d processes stopped by PID, no child process left", len(e.pids)), errors.Join(err, cerr)
 }
 
 // connectPair creates node-a and node-b and proves both agents can connect
@@ -216,10 +218,4 @@ func (e *env) saveMetrics(ctx context.Context, rep *Report) (string, error) {
 		rep.Where.MetricsSnapshot = append(rep.Where.MetricsSnapshot, p)
 	}
 	return e.state.join("metrics"), nil
-}
-
-// processAlive reports whether pid exists (tests use it too).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM)
 }

@@ -150,24 +150,6 @@ func assertNothingLeft(t *testing.T, stateDir string) {
 	}
 }
 
-// parentOf reads the ppid from /proc/<pid>/stat ("pid (comm) state ppid ...";
-// comm may hold spaces and parentheses, so parse after the last ')').
-func parentOf(stat []byte) int {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return -1
-	}
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return -1
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil {
-		return -1
-	}
-	return ppid
-}
-
 // assertNoTokenInLogs: none of the demo's tokens (the agents' and the
 // attacks', all kept under tokens/) appears in any log of any process; the
 // token-in-URL attack puts one where a careless proxy would log it.

@@ -118,7 +118,8 @@ func (e *env) startCluster(ctx context.Context, bins harness.KubeBinaries) (stri
 	return c.URL, nil
 }
 
-// seed installs the project's CRD fixtures (WireKubePeer, WireKubeMesh) and
+// seed installs the project's own CRD fixtures (wirekubepeers,
+// wirekubemeshes; the third-party ones in manifests/ are for other tests) and
 // the agent's namespace and ServiceAccount.
 func (e *env) seed(ctx context.Context) (string, error) {
 	crds, err := manifests.CRDs()
@@ -127,6 +128,9 @@ func (e *env) seed(ctx context.Context) (string, error) {
 	}
 	var names []string
 	for _, crd := range crds {
+		if !strings.HasPrefix(crd.Name, "wirekube") {
+			continue
+		}
 		if err := e.cluster.InstallCRD(ctx, crd.Data); err != nil {
 			return "", err
 		}
@@ -162,6 +166,9 @@ func (e *env) repoBinaries(ctx context.Context) (map[string]string, string, erro
 // bridge and the fronts, and picks the front the demo uses: real Envoy when
 // the harness found one on PATH, else nginx.
 func (e *env) startGateway(ctx context.Context, bins map[string]string, rep *Report) (string, error) {
+	if err := os.MkdirAll(e.state.join("stack"), 0o755); err != nil {
+		return "", fmt.Errorf("stack dir: %w", err)
+	}
 	gw, err := harness.StartStack(ctx, e.procs, harness.StackOptions{
 		RepoRoot: e.opts.RepoRoot, Dir: e.state.join("stack"), Bins: bins,
 		ExtauthzKubeconfig: e.cluster.AdminKubeconfig,

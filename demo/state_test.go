@@ -176,3 +176,22 @@ func TestWriteUpInstructions(t *testing.T) {
 		}
 	}
 }
+
+func TestParentOf(t *testing.T) {
+	tests := map[string]int{
+		"123 (nginx) S 77 123 123 0":             77,
+		"9 (a (weird) name) R 1 9 9":             1,
+		"5 (x)":                                  -1,
+		"garbage":                                -1,
+		"42 (kube-apiserver) S notanumber 1 2 3": -1,
+	}
+	for stat, want := range tests {
+		if got := parentOf([]byte(stat)); got != want {
+			t.Errorf("parentOf(%q) = %d, want %d", stat, got, want)
+		}
+	}
+	kids, err := childProcesses(os.Getpid())
+	if err != nil || len(kids) != 0 {
+		t.Errorf("childProcesses(self) = %v, %v; want none", kids, err)
+	}
+}
