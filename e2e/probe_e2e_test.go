@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wirekube/relay-ws/e2e/harness"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -47,12 +48,9 @@ func (e *env) frontCAFile(t *testing.T) string {
 // testProbe: the probe against the real stack, for success and for each
 // failure an operator can meet with real credentials.
 func (e *env) testProbe(t *testing.T, f front) {
-	ctx := context.Background()
 	ca := e.frontCAFile(t)
 	good := e.podAgent(t, peerName(f, "probe-ok"))
 	noPeer := e.peerSAIdentity(t, peerName(f, "probe-nopeer"), false, "")
-	saGone := e.peerSAIdentity(t, peerName(f, "probe-sagone"), true, "")
-	fatalIf(t, e.cluster.DeleteServiceAccount(ctx, harness.Namespace, saGone.sa.Name))
 	wrongAud := e.writeTokenFile(t, "probe-wrong-aud", e.tokenFor(t, harness.Namespace, agentSA,
 		harness.TokenOptions{Audience: "https://kubernetes.default.svc.cluster.local", BoundKind: "Pod",
 			BoundName: good.pod.Name, BoundUID: string(good.pod.UID)}))
@@ -68,11 +66,10 @@ func (e *env) testProbe(t *testing.T, f front) {
 	}{
 		{"ok", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitOK, ""},
 		{"no_token", []string{"--url", f.url, "--token-file", "", "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMissing},
-		{"garbage_token", []string{"--url", f.url, "--token-file", garbage, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenInvalid},
+		{"garbage_token", []string{"--url", f.url, "--token-file", garbage, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMalformed},
 		{"wrong_audience", []string{"--url", f.url, "--token-file", wrongAud, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenInvalid},
 		{"token_in_url", []string{"--url", inURL, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitRejected, contract.ReasonTokenInURL},
 		{"peer_not_found", []string{"--url", f.url, "--token-file", noPeer.tokenFile, "--public-key", noPeer.key.Base64(), "--ca-file", ca}, probe.ExitDenied403, contract.ReasonPeerNotFound},
-		{"service_account_gone", []string{"--url", f.url, "--token-file", saGone.tokenFile, "--public-key", saGone.key.Base64(), "--ca-file", ca}, probe.ExitDenied403, contract.ReasonServiceAccountNotFound},
 		{"key_mismatch", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
 		{"untrusted_ca", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64()}, probe.ExitTLS, ""},
 	} {
@@ -91,4 +88,28 @@ func (e *env) testProbe(t *testing.T, f front) {
 	}
 	// After the probe's sessions, the real agent still connects with its key.
 	session(t, f, good).Close()
+	t.Run("service_account_gone", func(t *testing.T) { e.testProbeSAGone(t, f, ca) })
+}
+
+// testProbeSAGone: a per-peer ServiceAccount whose review extauthz has
+// cached is deleted; the probe reports 403 service_account_not_found (exit
+// 6) well inside kube-apiserver's cache window.
+func (e *env) testProbeSAGone(t *testing.T, f front, ca string) {
+	id := e.peerSAIdentity(t, peerName(f, "probe-sagone"), true, "")
+	args := []string{"--url", f.url, "--token-file", id.tokenFile, "--public-key", id.key.Base64(), "--ca-file", ca}
+	if code, res := e.runProbe(t, args...); code != probe.ExitOK {
+		t.Fatalf("before the deletion: exit %d %+v", code, res)
+	}
+	deleted := time.Now()
+	fatalIf(t, e.cluster.DeleteServiceAccount(context.Background(), harness.Namespace, id.sa.Name))
+	var code int
+	var res probe.Result
+	for time.Since(deleted) < apiserverCacheWindow-time.Second {
+		if code, res = e.runProbe(t, args...); code == probe.ExitDenied403 && res.Reason == string(contract.ReasonServiceAccountNotFound) {
+			t.Logf("probe: exit 6 service_account_not_found %s after the deletion", time.Since(deleted).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("last probe: exit %d reason %q, want exit 6 service_account_not_found", code, res.Reason)
 }

@@ -21,7 +21,7 @@ var fixes = map[contract.Reason]string{
 
 	// 401: no usable credential.
 	contract.ReasonTokenMissing:     "no Authorization: Bearer token was sent: check --token-file (the agent reads /var/run/secrets/wirekube-relay/token) and that no proxy strips the header",
-	contract.ReasonTokenMalformed:   "the Authorization header is not 'Bearer <token>': check the token file holds exactly one token",
+	contract.ReasonTokenMalformed:   "the token is not a well-formed JWT (or the header is not 'Bearer <token>'): check the token file holds exactly one ServiceAccount token",
 	contract.ReasonTokenInvalid:     "the token was rejected by TokenReview (expired, revoked, or from another cluster): issue a fresh one (wirekube-relay-token issue --peer NAME) or check the projected token mount",
 	contract.ReasonAudienceMismatch: "the token's audience is not wirekube-relay: issue it with --audience=wirekube-relay",
 
