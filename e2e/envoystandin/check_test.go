@@ -17,6 +17,7 @@ func TestApplyHeaderOption(t *testing.T) {
 	opt := func(action corev3.HeaderValueOption_HeaderAppendAction, appendVal *bool) *corev3.HeaderValueOption {
 		o := &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: "x-wirekube-peer", Value: "new"}, AppendAction: action}
 		if appendVal != nil {
+			//lint:ignore SA1019 the deprecated field is what the stand-in must still honour.
 			o.Append = wrapperspb.Bool(*appendVal)
 		}
 		return o

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -17,20 +16,18 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/wirekube/relay-ws/manifests"
 )
 
-// RenderKustomize runs `kubectl kustomize dir` and returns its objects.
+// RenderKustomize renders a kustomization directory with the project's
+// pinned renderer (manifests.Kustomize: $KUSTOMIZE, the cached pinned
+// kustomize, kubectl kustomize, or a go install of the pinned kustomize) and
+// returns its objects.
 func RenderKustomize(ctx context.Context, dir string) ([]*unstructured.Unstructured, error) {
-	kubectl, err := exec.LookPath("kubectl")
+	out, err := manifests.Kustomize(ctx, dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize %s: kubectl is needed to render the manifests: %w", dir, err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, kubectl, "kustomize", dir)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
+		return nil, err
 	}
 	return DecodeObjects(out)
 }
