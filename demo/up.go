@@ -72,7 +72,7 @@ func WriteUpInstructions(w io.Writer, rep *Report, probe string) error {
 	fmt.Fprintf(&b, "  KUBECONFIG=%s kubectl -n wirekube-system create token wirekube-agent \\\n"+
 		"    --audience=wirekube-relay --bound-object-kind=Pod --bound-object-name=agent-node-a > %s\n\n", wh.Kubeconfig, tokenA)
 	fmt.Fprintf(&b, "Talk to the front with curl:\n  curl --cacert %s %s/healthz\n", wh.CAFile, wh.HTTPSBase)
-	fmt.Fprintf(&b, "  curl -i --cacert %s %s/relay    # a plain GET: 400 not_websocket\n\n", wh.CAFile, wh.HTTPSBase)
+	fmt.Fprintf(&b, "  curl -i --cacert %s %s/relay    # no token: 401, X-WireKube-Deny-Reason: token_missing\n\n", wh.CAFile, wh.HTTPSBase)
 	fmt.Fprintf(&b, "Metrics: %s  %s\nLogs: %s\n", wh.ExtauthzMetrics, wh.BridgeMetrics, wh.LogDir)
 	_, err := io.WriteString(w, b.String())
 	return err
