@@ -34,7 +34,9 @@ lint: ## gofmt check, go vet, pinned staticcheck.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/... ./demo/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./e2e/... ./demo/...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each.
@@ -49,12 +51,19 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 bench: ## Fixed-workload benchmarks with ratios against a same-run baseline.
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
+.PHONY: nginx
+nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run it).
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
+		echo "installing nginx with apt-get (needs root)"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -q && apt-get install -y -q nginx; }
+
 .PHONY: e2e
-e2e: ## The end-to-end suite (real kube-apiserver, nginx, binaries).
-	@echo "e2e: not yet (issue 7)"
+e2e: build nginx ## The end-to-end suite (real kube-apiserver, nginx, binaries).
+	PATH="$$PATH:/usr/sbin" WIREKUBE_E2E_BIN_DIR=$(BIN) $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/...
 
 .PHONY: demo
-demo: ## The whole stack on this machine, with attacks and a report.
+demo: build nginx ## The whole stack on this machine, with attacks and a report.
 	@echo "make demo: not yet (issue 5)"; exit 1
 
 IMAGE ?= wirekube/relay-ws:dev
