@@ -86,7 +86,7 @@ func (e *env) kubeBinaries(ctx context.Context) (harness.KubeBinaries, string, e
 	cold := !userBins && (aerr != nil || eerr != nil)
 	if cold {
 		fmt.Fprintf(e.opts.Progress, "demo: first run: compiling etcd and kube-apiserver %s from the Go module proxy into %s\n"+
-			"demo: this takes about 5-10 minutes on 2 cores; later runs reuse the cache\n", harness.KubeVersion, cache)
+			"demo: this takes about 5-10 minutes on an idle 2-core machine (longer under load); later runs reuse the cache\n", harness.KubeVersion, cache)
 	}
 	start := time.Now()
 	bins, err := harness.FindKubeBinaries(ctx, e.opts.RepoRoot, prefixWriter{e.opts.Progress})

@@ -25,6 +25,7 @@ func main() {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
 	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "wirekube-demo:", err)
 		os.Exit(2)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "wirekube-demo:", err)
@@ -49,6 +50,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *up {
 		return runUp(ctx, o, out)
