@@ -70,7 +70,7 @@ func (e *env) stop() (string, error) {
 	if len(alive) > 0 {
 		return "", errors.Join(err, cerr, fmt.Errorf("still running after stop: pids %v", alive))
 	}
-	return fmt.Sprintf("%d processes stopped by PID, no child process left", len(e.pids)), errors.Join(err, cerr)
+	return "every process stopped by PID, no child process left", errors.Join(err, cerr)
 }
 
 // connectPair creates node-a and node-b and proves both agents can connect
@@ -117,7 +117,21 @@ func (e *env) demo(ctx context.Context, rep *Report) error {
 	if err := e.traffic(ctx, rep, ca, cb, n); err != nil {
 		return err
 	}
-	err = rep.run(e.opts.Progress, "attacker's node (node-c)", func() (d string, err error) {
+	e.attacks(ctx, rep, ca, cb, n)
+	if bin := e.probePath(); bin != "" {
+		ca.Close() // the probe registers node-a's key: one session per key
+		rep.run(e.opts.Progress, "operator probe connects as node-a", func() (string, error) {
+			return e.runProbe(ctx, bin, n.a)
+		})
+	}
+	rep.run(e.opts.Progress, "metrics saved", func() (string, error) { return e.saveMetrics(ctx, rep) })
+	return nil
+}
+
+// attacks adds the attacker's node, runs the attacks and checks that the
+// live sessions of node-a and node-b were not disturbed.
+func (e *env) attacks(ctx context.Context, rep *Report, ca, cb *agent.Conn, n *cast) {
+	err := rep.run(e.opts.Progress, "attacker's node (node-c)", func() (d string, err error) {
 		nodes, d, err := e.addNodes(ctx, &rep.Where, "node-c")
 		if err == nil {
 			n.c = nodes[0]
@@ -125,7 +139,7 @@ func (e *env) demo(ctx context.Context, rep *Report) error {
 		return d, err
 	})
 	if err != nil {
-		return err
+		return
 	}
 	rep.run(e.opts.Progress, "attacks answered as expected", func() (string, error) {
 		rep.Attacks = e.runAttacks(ctx, *n)
@@ -134,8 +148,6 @@ func (e *env) demo(ctx context.Context, rep *Report) error {
 	rep.run(e.opts.Progress, "live sessions undisturbed by the attacks", func() (string, error) {
 		return "node-a and node-b still exchange data both ways", exchangeBothWays(ca, cb, n)
 	})
-	rep.run(e.opts.Progress, "metrics saved", func() (string, error) { return e.saveMetrics(ctx, rep) })
-	return nil
 }
 
 func (e *env) traffic(ctx context.Context, rep *Report, ca, cb *agent.Conn, n *cast) error {

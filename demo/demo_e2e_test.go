@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/e2e/harness"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -37,6 +38,9 @@ func testOptions(t *testing.T) Options {
 	o.TrafficDuration = 2 * time.Second
 	o.RoundTrips = 100
 	o.Progress = testWriter{t}
+	// With prebuilt binaries (make build) the run also includes the probe
+	// step; without, the harness builds the three it needs.
+	o.BinDir = os.Getenv(harness.EnvBinDir)
 	return o
 }
 
