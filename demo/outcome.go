@@ -94,15 +94,15 @@ const (
 )
 
 // Attacks is the expectation table. Wrong audience: kube-apiserver's
-// TokenReview itself rejects a token whose audiences do not include the one
-// asked for (authenticated=false), so the gateway answers token_invalid;
-// audience_mismatch is reserved for a review that authenticates without the
-// audience, which a conforming API server does not return.
+// TokenReview answers authenticated=false for a token issued for another
+// audience; wirekube-extauthz then reads the (unverified) aud claim only to
+// pick the more helpful reason, audience_mismatch, and the token stays
+// denied either way.
 func Attacks() []Attack {
 	return []Attack{
 		{AttackOtherNodesKey, "node-c's valid token, Register with node-b's key", Closed(websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch)},
 		{AttackNoToken, "upgrade without Authorization", Refused(contract.ReasonTokenMissing)},
-		{AttackWrongAudience, "node-a's Pod-bound token issued for the API server audience", Refused(contract.ReasonTokenInvalid)},
+		{AttackWrongAudience, "node-a's Pod-bound token issued for the API server audience", Refused(contract.ReasonAudienceMismatch)},
 		{AttackTokenInURL, "valid header, and a token in ?access_token=", Refused(contract.ReasonTokenInURL)},
 		{AttackDeletedPod, "node-c's token after its Pod was force-deleted", Refused(contract.ReasonPodNotFound)},
 	}

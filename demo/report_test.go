@@ -112,7 +112,7 @@ func TestAttackTable(t *testing.T) {
 	want := map[string]Outcome{
 		AttackOtherNodesKey: {KindClose, websocket.ClosePolicyViolation, "register_key_mismatch"},
 		AttackNoToken:       {KindHTTP, 401, "token_missing"},
-		AttackWrongAudience: {KindHTTP, 401, "token_invalid"},
+		AttackWrongAudience: {KindHTTP, 401, "audience_mismatch"},
 		AttackTokenInURL:    {KindHTTP, 400, "token_in_url"},
 		AttackDeletedPod:    {KindHTTP, 403, "pod_not_found"},
 	}
