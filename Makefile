@@ -60,11 +60,17 @@ nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run
 
 .PHONY: e2e
 e2e: build nginx ## The end-to-end suite (real kube-apiserver, nginx, binaries).
-	PATH="$$PATH:/usr/sbin" WIREKUBE_E2E_BIN_DIR=$(BIN) $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/...
+	PATH="$$PATH:/usr/sbin" WIREKUBE_E2E_BIN_DIR=$(BIN) $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/... ./demo/...
 
 .PHONY: demo
-demo: build nginx ## The whole stack on this machine, with attacks and a report.
-	@echo "make demo: not yet (issue 5)"; exit 1
+demo: build nginx ## The whole stack on this machine: traffic, attacks, a report (exit 0 only if all behaved).
+	$(GO) build -o $(BIN)/ ./demo/cmd/wirekube-demo
+	PATH="$$PATH:/usr/sbin" $(BIN)/wirekube-demo --bin-dir=$(BIN)
+
+.PHONY: up
+up: build nginx ## The same stack as demo, kept running until Ctrl-C.
+	$(GO) build -o $(BIN)/ ./demo/cmd/wirekube-demo
+	PATH="$$PATH:/usr/sbin" $(BIN)/wirekube-demo --bin-dir=$(BIN) --up
 
 IMAGE ?= wirekube/relay-ws:dev
 .PHONY: image
