@@ -67,7 +67,7 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 		o.Token = e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{
 			Audience:  "https://kubernetes.default.svc.cluster.local",
 			BoundKind: "Pod", BoundName: id.pod.Name, BoundUID: string(id.pod.UID)})
-		wantRefused(t, o, http.StatusUnauthorized, contract.ReasonTokenInvalid)
+		wantRefused(t, o, http.StatusUnauthorized, contract.ReasonAudienceMismatch)
 	})
 	t.Run("expired", func(t *testing.T) {
 		sa, err := e.cluster.Client.CoreV1().ServiceAccounts(harness.Namespace).Get(context.Background(), agentSA, metaGet)

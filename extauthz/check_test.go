@@ -68,6 +68,8 @@ func (e *env) tokens() map[string]string {
 	}
 	wrongAud := saStatus("wirekube-system", "wirekube-agent", agentSAUID, podA)
 	wrongAud.Audiences = []string{"https://kubernetes.default.svc"}
+	// What kube-apiserver answers for a token of another audience.
+	rejected := authnv1.TokenReviewStatus{Error: "token audiences are invalid for the target audiences"}
 	user := saStatus("x", "y", "u", nil)
 	user.User.Username = "alice"
 	return map[string]string{
@@ -92,6 +94,10 @@ func (e *env) tokens() map[string]string {
 		"prometheus":        e.answer(static(saStatus("monitoring", "prometheus", "uid-sa-prom", nil))),
 		"audience":          e.answer(static(wrongAud)),
 		"invalid":           e.answer(static(authnv1.TokenReviewStatus{Error: "token has expired"})),
+		"aud-other":         e.answerToken(newTokenAud(e.clock.Now().Add(time.Hour), `"https://kubernetes.default.svc"`), static(rejected)),
+		"aud-other-list":    e.answerToken(newTokenAud(e.clock.Now().Add(time.Hour), `["a","b"]`), static(rejected)),
+		"aud-ours-rejected": e.answerToken(newTokenAud(e.clock.Now().Add(time.Hour), `["x","wirekube-relay"]`), static(rejected)),
+		"aud-other-allowed": e.answerToken(newTokenAud(e.clock.Now().Add(time.Hour), `"https://kubernetes.default.svc"`), static(saStatus("wirekube-system", "wirekube-agent", agentSAUID, podA))),
 		"api-error":         e.answer(func(string) (authnv1.TokenReviewStatus, error) { return authnv1.TokenReviewStatus{}, errFakeAPI }),
 		"unknown":           newToken(e.clock.Now().Add(time.Hour)),
 		"no-exp":            "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ0ZXN0In0.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
@@ -162,6 +168,10 @@ func checkCases() []checkCase {
 		{name: "invalid token", req: relay("invalid"), reason: contract.ReasonTokenInvalid},
 		{name: "unknown token", req: relay("unknown"), reason: contract.ReasonTokenInvalid},
 		{name: "audience mismatch", req: relay("audience"), reason: contract.ReasonAudienceMismatch},
+		{name: "rejected, aud claim names another audience", req: relay("aud-other"), reason: contract.ReasonAudienceMismatch},
+		{name: "rejected, aud claim list without ours", req: relay("aud-other-list"), reason: contract.ReasonAudienceMismatch},
+		{name: "rejected, aud claim list with ours", req: relay("aud-ours-rejected"), reason: contract.ReasonTokenInvalid},
+		{name: "authenticated, unverified aud claim ignored", req: relay("aud-other-allowed"), peer: "node-a"},
 		{name: "api error", req: relay("api-error"), reason: contract.ReasonReviewUnavailable},
 		{name: "unbound agent token", req: relay("agent-unbound"), reason: contract.ReasonTokenNotBound},
 		{name: "bound pod missing", req: relay("pod-missing"), reason: contract.ReasonPodNotFound},

@@ -113,7 +113,7 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	}
 	rv, hit, reason := a.reviewer.Review(ctx, token, exp)
 	if reason == "" {
-		reason = checkReview(&rv, a.cfg.audience)
+		reason = checkReview(&rv, token, a.cfg.audience)
 	}
 	if reason != "" {
 		return Decision{Reason: reason, CacheHit: hit}
@@ -129,8 +129,15 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	return d
 }
 
-func checkReview(rv *review, audience string) contract.Reason {
+// checkReview maps a TokenReview answer (fresh or cached, positive or
+// negative: the same rule runs on both) to a deny reason.
+func checkReview(rv *review, token, audience string) contract.Reason {
 	switch {
+	case !rv.authenticated && claimsOtherAudience(token, audience):
+		// kube-apiserver itself answers authenticated=false for a token
+		// issued for another audience. The unverified aud claim only
+		// picks the more helpful 401 reason; the token stays denied.
+		return contract.ReasonAudienceMismatch
 	case !rv.authenticated:
 		return contract.ReasonTokenInvalid
 	case !rv.hasAudience(audience):

@@ -88,12 +88,20 @@ func tokensInLog(logText string) int {
 
 // newToken mints a JWT-shaped token (unsigned: the fake API decides) that
 // expires at exp; the zero exp leaves the claim out.
-func newToken(exp time.Time) string {
+func newToken(exp time.Time) string { return newTokenAud(exp, "") }
+
+// newTokenAud is newToken with aud, a raw JSON value, as the aud claim
+// (empty: no aud claim).
+func newTokenAud(exp time.Time, aud string) string {
 	hdr := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"test"}`))
-	claims := `{"iss":"test"}`
+	claims := `"iss":"test"`
 	if !exp.IsZero() {
-		claims = fmt.Sprintf(`{"iss":"test","exp":%d}`, exp.Unix())
+		claims += fmt.Sprintf(`,"exp":%d`, exp.Unix())
 	}
+	if aud != "" {
+		claims += `,"aud":` + aud
+	}
+	claims = "{" + claims + "}"
 	sig := make([]byte, 48)
 	_, _ = rand.Read(sig)
 	tok := hdr + "." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + "." + base64.RawURLEncoding.EncodeToString(sig)
@@ -272,7 +280,11 @@ func (e *env) react(action k8stesting.Action) (bool, runtime.Object, error) {
 
 // answer registers the fake API's answer for a new token and returns it.
 func (e *env) answer(f reviewFunc) string {
-	tok := newToken(e.clock.Now().Add(time.Hour))
+	return e.answerToken(newToken(e.clock.Now().Add(time.Hour)), f)
+}
+
+// answerToken makes the fake API answer tok with f.
+func (e *env) answerToken(tok string, f reviewFunc) string {
 	e.mu.Lock()
 	e.answers[tok] = f
 	e.mu.Unlock()

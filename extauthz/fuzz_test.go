@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -94,6 +95,53 @@ func FuzzTokenExpiry(f *testing.F) {
 		exp, err := tokenExpiry(tok)
 		if err == nil && (exp.Before(time.Unix(1, 0)) || exp.After(time.Unix(1e11, 0))) {
 			t.Fatalf("exp %v out of range accepted", exp)
+		}
+	})
+}
+
+func TestClaimsOtherAudience(t *testing.T) {
+	enc := func(payload string) string {
+		return "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".c2ln"
+	}
+	tests := []struct {
+		name  string
+		token string
+		want  bool
+	}{
+		{"string, ours", enc(`{"aud":"wirekube-relay"}`), false},
+		{"string, other", enc(`{"aud":"https://kubernetes.default.svc"}`), true},
+		{"string, case differs", enc(`{"aud":"WireKube-Relay"}`), true},
+		{"array with ours", enc(`{"aud":["api","wirekube-relay"]}`), false},
+		{"array without ours", enc(`{"aud":["api","other"]}`), true},
+		{"empty array", enc(`{"aud":[]}`), true},
+		{"no aud claim", enc(`{"exp":1799999999}`), false},
+		{"null aud", enc(`{"aud":null}`), false},
+		{"upper-case claim name", enc(`{"AUD":"other"}`), false},
+		{"number aud", enc(`{"aud":7}`), false},
+		{"mixed array", enc(`{"aud":["other",7]}`), false},
+		{"not json", enc(`not json`), false},
+		{"bad base64", "eyJhbGciOiJSUzI1NiJ9.!!!.c2ln", false},
+		{"not a JWT", "abc", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := claimsOtherAudience(tc.token, "wirekube-relay"); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzClaimsOtherAudience(f *testing.F) {
+	f.Add("eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJ4In0.c2ln", "wirekube-relay")
+	f.Add("a.eyJhdWQiOlsid2lyZWt1YmUtcmVsYXkiXX0.b", "wirekube-relay")
+	f.Fuzz(func(t *testing.T, tok, audience string) {
+		// The answer only picks a 401 reason; it must never panic, and a
+		// payload without an aud claim never reports another audience.
+		other := claimsOtherAudience(tok, audience)
+		var claims map[string]any
+		if other && (unverifiedClaims(tok, &claims) != nil || claims["aud"] == nil) {
+			t.Fatalf("%q reported another audience without an aud claim", tok)
 		}
 	})
 }

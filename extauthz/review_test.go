@@ -35,6 +35,7 @@ func TestReviewCacheTTL(t *testing.T) {
 		name      string
 		status    func() authnv1.TokenReviewStatus
 		err       error
+		aud       string // raw JSON aud claim of the token; empty: none
 		tokenLife time.Duration
 		advance   time.Duration
 		want      contract.Reason
@@ -48,12 +49,16 @@ func TestReviewCacheTTL(t *testing.T) {
 			tokenLife: time.Hour, advance: 4 * time.Second, want: contract.ReasonTokenInvalid, reviews: 1},
 		{name: "negative expires", status: func() authnv1.TokenReviewStatus { return authnv1.TokenReviewStatus{} },
 			tokenLife: time.Hour, advance: 6 * time.Second, want: contract.ReasonTokenInvalid, reviews: 2},
+		{name: "negative of another audience reused, same reason", status: func() authnv1.TokenReviewStatus { return authnv1.TokenReviewStatus{} },
+			aud: `"https://kubernetes.default.svc"`, tokenLife: time.Hour, advance: 4 * time.Second, want: contract.ReasonAudienceMismatch, reviews: 1},
+		{name: "negative of another audience expires, same reason", status: func() authnv1.TokenReviewStatus { return authnv1.TokenReviewStatus{} },
+			aud: `["api"]`, tokenLife: time.Hour, advance: 6 * time.Second, want: contract.ReasonAudienceMismatch, reviews: 2},
 		{name: "errors never cached", err: errFakeAPI, tokenLife: time.Hour, want: contract.ReasonReviewUnavailable, reviews: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			tok := newToken(e.clock.Now().Add(tc.tokenLife))
+			tok := newTokenAud(e.clock.Now().Add(tc.tokenLife), tc.aud)
 			e.answers[tok] = func(string) (authnv1.TokenReviewStatus, error) {
 				if tc.err != nil {
 					return authnv1.TokenReviewStatus{}, tc.err

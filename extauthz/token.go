@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,20 +86,11 @@ var errNoExp = errors.New("token has no exp claim")
 // verified here: the result only shortens a cache TTL and, after TokenReview
 // accepted the token (and so its signature), fills X-WireKube-Token-Expires.
 func tokenExpiry(token string) (time.Time, error) {
-	_, rest, _ := strings.Cut(token, ".")
-	payload, _, ok := strings.Cut(rest, ".")
-	if !ok {
-		return time.Time{}, errors.New("token payload: not a JWT")
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
-	if err != nil {
-		return time.Time{}, errors.New("token payload: bad base64url")
-	}
 	var claims struct {
 		Exp json.RawMessage `json:"exp"`
 	}
-	if err := json.Unmarshal(raw, &claims); err != nil {
-		return time.Time{}, errors.New("token payload: bad json")
+	if err := unverifiedClaims(token, &claims); err != nil {
+		return time.Time{}, err
 	}
 	if len(claims.Exp) == 0 {
 		return time.Time{}, errNoExp
@@ -109,4 +101,54 @@ func tokenExpiry(token string) (time.Time, error) {
 		return time.Time{}, errors.New("token payload: exp out of range")
 	}
 	return time.Unix(int64(f), 0).UTC(), nil
+}
+
+// unverifiedClaims decodes the payload segment of a JWT-shaped token into v.
+// Nothing here checks the signature: callers must trust the result for
+// nothing that grants access.
+func unverifiedClaims(token string, v any) error {
+	_, rest, _ := strings.Cut(token, ".")
+	payload, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return errors.New("token payload: not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
+	if err != nil {
+		return errors.New("token payload: bad base64url")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return errors.New("token payload: bad json")
+	}
+	return nil
+}
+
+// claimsOtherAudience reports whether the token's payload has an aud claim
+// (a string or an array of strings, RFC 7519 section 4.1.3) that does not
+// contain audience. A missing or unreadable aud claim reports false.
+//
+// The payload is NOT verified. The answer is trusted for one thing only:
+// choosing which 401 reason to show (audience_mismatch instead of
+// token_invalid) for a token that TokenReview has already rejected, so an
+// operator learns to reissue it with the right audience. It never allows a
+// request, never changes a status code, and is never cached.
+func claimsOtherAudience(token, audience string) bool {
+	// A map, not a struct: claim names are case-sensitive, and a struct
+	// would also match "AUD".
+	var claims map[string]json.RawMessage
+	if unverifiedClaims(token, &claims) != nil {
+		return false
+	}
+	aud := claims["aud"]
+	if len(aud) == 0 || string(aud) == "null" {
+		return false
+	}
+	var one string
+	if json.Unmarshal(aud, &one) == nil {
+		return one != audience
+	}
+	var many []string
+	if json.Unmarshal(aud, &many) == nil {
+		return !slices.Contains(many, audience)
+	}
+	return false // null, a number, an object: no audience to compare
 }
