@@ -48,7 +48,8 @@ type Cluster struct {
 
 	procs         *Procs
 	bins          KubeBinaries
-	apiserverArgs []string
+	apiserverArgs []string // all but --secure-port
+	port          int
 	APIServer     *Proc
 	Etcd          *Proc
 }
@@ -60,7 +61,7 @@ func StartCluster(ctx context.Context, procs *Procs, bins KubeBinaries, dir stri
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster dir: %w", err)
 	}
-	etcdURL, err := c.startEtcd()
+	etcdURL, err := c.startEtcd(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -73,27 +74,34 @@ func StartCluster(ctx context.Context, procs *Procs, bins KubeBinaries, dir stri
 	return c, nil
 }
 
-func (c *Cluster) startEtcd() (string, error) {
-	clientPort, err := FreePort()
-	if err != nil {
-		return "", err
-	}
-	peerPort, err := FreePort()
-	if err != nil {
-		return "", err
-	}
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	p, err := c.procs.Start("etcd", c.bins.Etcd,
-		"--name=e2e", "--data-dir="+filepath.Join(c.Dir, "etcd"),
-		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
-	if err != nil {
-		return "", err
-	}
-	c.Etcd = p
-	return clientURL, nil
+// startEtcd starts etcd on fresh ports and waits until its client port
+// accepts connections, retrying when a port was taken meanwhile.
+func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
+	var clientURL string
+	err := retryPorts(ctx, c.procs.Out, "etcd", func() error { return nil }, func(ctx context.Context) error {
+		var client, peer string
+		if err := repickAddrs(&client, &peer); err != nil {
+			return err
+		}
+		clientURL = "http://" + client
+		peerURL := "http://" + peer
+		// A failed attempt may have left a member bound to its peer URL.
+		dataDir := filepath.Join(c.Dir, "etcd")
+		if err := os.RemoveAll(dataDir); err != nil {
+			return fmt.Errorf("etcd data dir: %w", err)
+		}
+		p, err := c.procs.Start("etcd", c.bins.Etcd,
+			"--name=e2e", "--data-dir="+dataDir,
+			"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+			"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+			"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+		if err != nil {
+			return err
+		}
+		c.Etcd = p
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, listensOn(p, client)))
+	})
+	return clientURL, err
 }
 
 func (c *Cluster) writeAPIServerArgs(etcdURL string) error {
@@ -124,14 +132,9 @@ func (c *Cluster) writeAPIServerArgs(etcdURL string) error {
 		return fmt.Errorf("audit policy: %w", err)
 	}
 	c.AuditLog = filepath.Join(c.procs.LogDir, "kube-apiserver-audit.log")
-	port, err := FreePort()
-	if err != nil {
-		return err
-	}
-	c.URL = "https://127.0.0.1:" + strconv.Itoa(port)
 	c.apiserverArgs = []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--tls-cert-file=" + certPath, "--tls-private-key-file=" + keyPath, "--client-ca-file=" + caPath,
 		"--service-account-issuer=" + Issuer, "--api-audiences=" + Issuer,
 		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saPriv,
@@ -142,7 +145,20 @@ func (c *Cluster) writeAPIServerArgs(etcdURL string) error {
 		// No kubernetes Service endpoints on loopback (the reconciler refuses 127.0.0.1).
 		"--endpoint-reconciler-type=none",
 	}
-	return c.writeAdminKubeconfig(ca)
+	return c.setAPIServerPort()
+}
+
+// setAPIServerPort picks a fresh port for kube-apiserver and points URL, the
+// admin kubeconfig and the clients at it. Only a first start calls it:
+// later, extauthz's kubeconfig holds the URL.
+func (c *Cluster) setAPIServerPort() error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	c.port = port
+	c.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	return c.writeAdminKubeconfig(c.CA)
 }
 
 func (c *Cluster) writeAdminKubeconfig(ca *CA) error {
@@ -174,16 +190,27 @@ func (c *Cluster) writeAdminKubeconfig(ca *CA) error {
 	return nil
 }
 
-// StartAPIServer (re)starts kube-apiserver with the same flags and port and
-// waits for /readyz. The fault scenarios stop and restart it.
+// StartAPIServer (re)starts kube-apiserver and waits for /readyz. The fault
+// scenarios stop and restart it. A first start whose port was taken
+// meanwhile is retried on a fresh port (URL, AdminKubeconfig and the clients
+// follow); a restart keeps the port, because extauthz's kubeconfig has it.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
-	p, err := c.procs.Start("kube-apiserver", c.bins.APIServer, c.apiserverArgs...)
+	var repick func() error
+	if c.APIServer == nil {
+		repick = c.setAPIServerPort
+	}
+	return retryPorts(ctx, c.procs.Out, "kube-apiserver", repick, c.startAPIServerOnce)
+}
+
+func (c *Cluster) startAPIServerOnce(ctx context.Context) error {
+	args := append(append([]string(nil), c.apiserverArgs...), "--secure-port="+strconv.Itoa(c.port))
+	p, err := c.procs.Start("kube-apiserver", c.bins.APIServer, args...)
 	if err != nil {
 		return err
 	}
 	c.APIServer = p
 	start := time.Now()
-	err = WaitFor(ctx, p, 90*time.Second, func(ctx context.Context) error {
+	err = WaitFor(ctx, p, apiserverStartTimeout, func(ctx context.Context) error {
 		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("readyz: %w (%s)", err, body)
@@ -191,11 +218,15 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("kube-apiserver not ready: %w", err)
+		return addrInUse(p, fmt.Errorf("kube-apiserver not ready: %w", err))
 	}
 	fmt.Fprintf(c.procs.Out, "harness: kube-apiserver ready at %s after %s\n", c.URL, time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// apiserverStartTimeout is generous: kube-apiserver takes 10-30 s to become
+// ready on a loaded 2-core machine (it installs every built-in API first).
+const apiserverStartTimeout = 3 * time.Minute
 
 // StopAPIServer stops kube-apiserver (etcd keeps running).
 func (c *Cluster) StopAPIServer() error {

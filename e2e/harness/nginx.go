@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // NginxConfigPath is the config users deploy; the suite runs it verbatim
@@ -84,7 +83,7 @@ func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o Nginx
 	if err != nil {
 		return nil, err
 	}
-	err = WaitFor(ctx, p, 10*time.Second, func(context.Context) error { return dialTCP(o.Listen) })
+	err = WaitFor(ctx, p, startTimeout, listensOn(p, o.Listen))
 	return p, err
 }
 

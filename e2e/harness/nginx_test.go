@@ -9,7 +9,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeChildEnv) != "" {
+		os.Exit(runFakeChild(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestRenderNginxConfig(t *testing.T) {
 	shipped, err := os.ReadFile(filepath.Join("..", "..", NginxConfigPath))

@@ -90,6 +90,11 @@ type Stack struct {
 	mu          sync.Mutex
 }
 
+// startTimeout bounds the wait for one component to become ready. It is
+// generous for a loaded 2-core CI machine: the wait polls and returns as soon
+// as the component is ready, or at once when it exits.
+const startTimeout = 60 * time.Second
+
 // StartStack starts every component and waits until each is ready.
 func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, error) {
 	s := &Stack{opts: o, procs: procs}
@@ -124,43 +129,64 @@ func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, erro
 	return s, nil
 }
 
-// StartRelay (re)starts the reference relay on its fixed address.
+// StartRelay (re)starts the reference relay. A first start whose port was
+// taken meanwhile is retried on a fresh one; a restart keeps RelayAddr,
+// which the bridge dials.
 func (s *Stack) StartRelay(ctx context.Context) error {
-	p, err := s.procs.Start("refrelay", s.opts.Bins["wirekube-refrelay"], "--listen="+s.RelayAddr, "--no-udp")
-	if err != nil {
-		return err
-	}
-	s.Relay = p
-	return WaitFor(ctx, p, 20*time.Second, func(context.Context) error { return dialTCP(s.RelayAddr) })
+	return retryPorts(ctx, s.procs.Out, "refrelay", s.repick(s.Relay, &s.RelayAddr), func(ctx context.Context) error {
+		p, err := s.procs.Start("refrelay", s.opts.Bins["wirekube-refrelay"], "--listen="+s.RelayAddr, "--no-udp")
+		if err != nil {
+			return err
+		}
+		s.Relay = p
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, listensOn(p, s.RelayAddr)))
+	})
 }
 
-// StartExtauthz (re)starts wirekube-extauthz and waits for its /readyz.
+// StartExtauthz (re)starts wirekube-extauthz and waits for its /readyz,
+// retrying a first start on fresh ports like StartRelay.
 func (s *Stack) StartExtauthz(ctx context.Context) error {
-	args := append([]string{
-		"--grpc-listen=" + s.ExtauthzGRPC, "--http-listen=" + s.ExtauthzHTTP,
-		"--metrics-listen=" + s.ExtauthzMetrics, "--kubeconfig=" + s.opts.ExtauthzKubeconfig,
-		"--log-format=json",
-	}, s.opts.ExtauthzArgs...)
-	p, err := s.procs.Start("extauthz", s.opts.Bins["wirekube-extauthz"], args...)
-	if err != nil {
-		return err
-	}
-	s.Extauthz = p
-	return WaitFor(ctx, p, 30*time.Second, httpOK("http://"+s.ExtauthzMetrics+"/readyz"))
+	repick := s.repick(s.Extauthz, &s.ExtauthzGRPC, &s.ExtauthzHTTP, &s.ExtauthzMetrics)
+	return retryPorts(ctx, s.procs.Out, "extauthz", repick, func(ctx context.Context) error {
+		args := append([]string{
+			"--grpc-listen=" + s.ExtauthzGRPC, "--http-listen=" + s.ExtauthzHTTP,
+			"--metrics-listen=" + s.ExtauthzMetrics, "--kubeconfig=" + s.opts.ExtauthzKubeconfig,
+			"--log-format=json",
+		}, s.opts.ExtauthzArgs...)
+		p, err := s.procs.Start("extauthz", s.opts.Bins["wirekube-extauthz"], args...)
+		if err != nil {
+			return err
+		}
+		s.Extauthz = p
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, httpOK("http://"+s.ExtauthzMetrics+"/readyz")))
+	})
 }
 
-// StartBridge (re)starts wirekube-bridge and waits for its /readyz.
+// StartBridge (re)starts wirekube-bridge and waits for its /readyz,
+// retrying a first start on fresh ports like StartRelay.
 func (s *Stack) StartBridge(ctx context.Context) error {
-	args := append([]string{
-		"--listen=" + s.BridgeAddr, "--metrics-listen=" + s.BridgeMetrics, "--relay-addr=" + s.RelayAddr,
-		"--log-format=json",
-	}, s.opts.BridgeArgs...)
-	p, err := s.procs.Start("bridge", s.opts.Bins["wirekube-bridge"], args...)
-	if err != nil {
-		return err
+	repick := s.repick(s.Bridge, &s.BridgeAddr, &s.BridgeMetrics)
+	return retryPorts(ctx, s.procs.Out, "bridge", repick, func(ctx context.Context) error {
+		args := append([]string{
+			"--listen=" + s.BridgeAddr, "--metrics-listen=" + s.BridgeMetrics, "--relay-addr=" + s.RelayAddr,
+			"--log-format=json",
+		}, s.opts.BridgeArgs...)
+		p, err := s.procs.Start("bridge", s.opts.Bins["wirekube-bridge"], args...)
+		if err != nil {
+			return err
+		}
+		s.Bridge = p
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, httpOK("http://"+s.BridgeMetrics+"/readyz")))
+	})
+}
+
+// repick returns the re-pick function for retryPorts: fresh addresses when
+// prev is nil (a first start: nothing has read them yet), nil for a restart.
+func (s *Stack) repick(prev *Proc, addrs ...*string) func() error {
+	if prev != nil {
+		return nil
 	}
-	s.Bridge = p
-	return WaitFor(ctx, p, 30*time.Second, httpOK("http://"+s.BridgeMetrics+"/readyz"))
+	return func() error { return repickAddrs(addrs...) }
 }
 
 func (s *Stack) frontCert() (certFile, keyFile string, err error) {
@@ -176,12 +202,16 @@ func (s *Stack) startNginx(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := StartNginx(ctx, s.procs, s.opts.RepoRoot, filepath.Join(s.opts.Dir, "nginx"), NginxOptions{
-		Listen: s.NginxAddr, CertFile: cert, KeyFile: key,
-		ExtauthzHTTP: s.ExtauthzHTTP, Bridge: s.BridgeAddr, LogDir: s.procs.LogDir,
+	return retryPorts(ctx, s.procs.Out, "nginx", s.repick(s.Nginx, &s.NginxAddr), func(ctx context.Context) error {
+		p, err := StartNginx(ctx, s.procs, s.opts.RepoRoot, filepath.Join(s.opts.Dir, "nginx"), NginxOptions{
+			Listen: s.NginxAddr, CertFile: cert, KeyFile: key,
+			ExtauthzHTTP: s.ExtauthzHTTP, Bridge: s.BridgeAddr, LogDir: s.procs.LogDir,
+		})
+		if p != nil {
+			s.Nginx = p
+		}
+		return addrInUse(p, err)
 	})
-	s.Nginx = p
-	return err
 }
 
 // startGRPCFront runs real Envoy when one is on PATH, else the stand-in.
