@@ -22,8 +22,10 @@ var errClientClose = errors.New("bridge: client sent close")
 // clientToRelay reads the client's WebSocket frames straight from the
 // connection, turns its binary messages into one byte stream, filters it
 // frame by frame and writes verified frames to the relay. Every way out
-// calls end. After end it keeps reading, discarding, until the client
-// answers the close frame or the close grace expires, so the close is clean.
+// calls end. After end it lingers (see session.end): it keeps reading,
+// discarding, until the client answers the close frame, sends EOF, the
+// close grace expires or lingerLimit bytes were dropped, so that closing
+// the socket does not reset the connection and lose the close frame.
 func (s *session) clientToRelay() {
 	for {
 		if err := s.fromClient.readInto(s, &s.raw); err != nil {
@@ -43,32 +45,55 @@ func (s *session) clientToRelay() {
 
 // decodeClient decodes the bytes read so far and passes the message
 // payload through the frame filter. It reports done when reading should
-// stop (the client's close frame, or a violation after end).
+// stop (the client's close frame, or the linger bound after end).
 func (s *session) decodeClient() (bool, *closeError) {
 	if s.raw.n == 0 {
 		return false, nil
 	}
 	ended := s.ended()
+	if ended && s.lingerRaw {
+		return s.linger(0), nil
+	}
 	s.dec.discard = s.dec.discard || ended
 	raw := (*s.raw.b)[:s.raw.n]
 	off := 0
-	for off < len(raw) {
+	var done bool
+	var cerr *closeError
+	for off < len(raw) && cerr == nil && !done && !s.lingerRaw {
 		used, wrote, err := s.dec.decode(raw[off:], s.take(&s.in)[s.in.n:])
 		off += used
 		s.in.n += wrote
-		if cerr := s.flushIn(ended); cerr != nil {
-			return false, cerr
-		}
-		if err != nil {
-			return s.decodeErr(err, ended)
+		cerr = s.flushIn(ended)
+		if err != nil && cerr == nil {
+			done, cerr = s.decodeErr(err, ended)
 		}
 		if used == 0 && wrote == 0 {
 			break // an incomplete header or control frame: read more
 		}
 	}
+	// Keep only what was not decoded, whatever stopped decoding: the
+	// decoder has consumed the rest, and must not see it again.
 	s.raw.n = copy(raw, raw[off:])
 	s.release(&s.in)
-	return false, nil
+	if ended && !done {
+		done = s.linger(off)
+	}
+	return done, cerr
+}
+
+// linger accounts for n client bytes read and dropped after the close
+// frame was sent, dropping everything still buffered once decoding has
+// stopped making sense (lingerRaw). It reports done when the byte bound
+// is reached: closing then may reset the connection, but the close frame
+// has long been on its way.
+func (s *session) linger(n int) bool {
+	if s.lingerRaw {
+		n += s.raw.n
+		s.raw.n = 0
+		s.release(&s.raw)
+	}
+	s.lingered += n
+	return s.lingered >= lingerLimit
 }
 
 // flushIn runs the stream through the filter, forwarding verified frames;
@@ -101,8 +126,13 @@ func (s *session) flushIn(ended bool) *closeError {
 // decodeErr maps a decoding stop to the session's end.
 func (s *session) decodeErr(err error, ended bool) (bool, *closeError) {
 	switch {
+	case ended && errors.Is(err, errClientClose):
+		return true, nil // the client's answer to our close frame
 	case ended:
-		return true, nil // the close answer, or anything after our close
+		// Not WebSocket any more (or the frame we refused): drop bytes
+		// without decoding until EOF, the close grace or lingerLimit.
+		s.lingerRaw = true
+		return false, nil
 	case errors.Is(err, errClientClose):
 		return true, closeWith(0, resultClientClosed, nil)
 	case errors.Is(err, errWSText):

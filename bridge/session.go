@@ -30,6 +30,11 @@ type session struct {
 	out                   streamBuf // relay -> client bytes not yet sent
 	fromClient, fromRelay idleReader
 
+	// lingered counts client bytes dropped after end; lingerRaw is set
+	// when they are dropped without decoding. Client reader only.
+	lingered  int
+	lingerRaw bool
+
 	// lastRefresh is when the client read deadline was last pushed back;
 	// only the client reader goroutine uses it.
 	lastRefresh time.Time
@@ -170,10 +175,20 @@ func (s *session) ended() bool {
 	return s.result != nil
 }
 
+// lingerLimit bounds the client bytes read and dropped after the close
+// frame: an oversized frame and what follows it, not an endless stream.
+const lingerLimit = 256 << 10
+
 // end records the first reason the session ends for and starts the close:
 // the relay connection is closed at once; the client gets a close frame
-// (when ce.code is set) and closeGrace to answer it, else its connection is
-// closed too. Safe for concurrent use; later calls do nothing.
+// (when ce.code is set), else its connection is closed too. After a close
+// frame the bridge lingers ("lingering close"): it half-closes its side
+// (FIN after the close frame) and the client reader keeps draining input
+// for closeGrace, until EOF, the client's close or lingerLimit bytes, and
+// only then closes the socket. Closing a socket with received bytes
+// unread makes the kernel send RST instead of FIN, and a proxy in between
+// then drops the close frame it has not yet forwarded. Safe for
+// concurrent use; later calls do nothing.
 func (s *session) end(ce *closeError) {
 	s.mu.Lock()
 	if s.result != nil {
@@ -191,6 +206,9 @@ func (s *session) end(ce *closeError) {
 		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
 		if err := s.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(grace)); err == nil {
 			_ = s.ws.SetReadDeadline(time.Now().Add(grace))
+			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
+				_ = cw.CloseWrite() // TCP and Unix sockets; nothing more is written
+			}
 			return
 		}
 	}
