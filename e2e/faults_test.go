@@ -103,13 +103,14 @@ func (e *env) faultRelay(t *testing.T) {
 		})
 	}
 	t.Run("readyz_not_ready", func(t *testing.T) {
-		waitStatus(t, "http://"+e.stack.BridgeMetrics+"/readyz", http.StatusServiceUnavailable, 5*time.Second)
+		// The bridge counts a relay dial as ready for 5 s, so allow well beyond that.
+		waitStatus(t, "http://"+e.stack.BridgeMetrics+"/readyz", http.StatusServiceUnavailable, 20*time.Second)
 	})
 	fatalIf(t, e.stack.StartRelay(context.Background()))
 	t.Run("recovered", func(t *testing.T) {
-		waitStatus(t, "http://"+e.stack.BridgeMetrics+"/readyz", http.StatusOK, 10*time.Second)
+		waitStatus(t, "http://"+e.stack.BridgeMetrics+"/readyz", http.StatusOK, 30*time.Second)
 		for _, f := range e.fronts {
-			eventuallySession(t, f, ids[f.name], 10*time.Second)
+			eventuallySession(t, f, ids[f.name], 30*time.Second)
 		}
 	})
 }
@@ -150,7 +151,9 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 	late := e.podAgent(t, peerName(e.fronts[0], "s7-drain-late"))
 	sigterm := time.Now()
 	fatalIf(t, e.stack.Bridge.Signal(syscall.SIGTERM))
-	waitStatus(t, readyzURL, http.StatusServiceUnavailable, time.Second)
+	// Polled: a loaded machine may take a while to run the SIGTERM handler;
+	// that /readyz failed before any session closed is checked below.
+	waitStatus(t, readyzURL, http.StatusServiceUnavailable, drainTimeout)
 	notReady := time.Now()
 	for _, f := range e.fronts {
 		wantRefused(t, f.opts(late), http.StatusServiceUnavailable, contract.ReasonDraining)
@@ -182,7 +185,7 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 		t.Errorf("bridge still running %s after SIGTERM", drainTimeout+5*time.Second)
 	}
 	fatalIf(t, e.stack.StartBridge(context.Background()))
-	eventuallySession(t, e.fronts[0], late, 10*time.Second)
+	eventuallySession(t, e.fronts[0], late, 30*time.Second)
 }
 
 // waitStatus polls url until it answers want.
