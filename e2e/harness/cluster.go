@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -210,7 +211,13 @@ func (c *Cluster) startAPIServerOnce(ctx context.Context) error {
 	}
 	c.APIServer = p
 	start := time.Now()
+	owned := listensOn(p, strings.TrimPrefix(c.URL, "https://"))
 	err = WaitFor(ctx, p, apiserverStartTimeout, func(ctx context.Context) error {
+		if err := owned(ctx); err != nil {
+			return err // not listening yet, or the port is another process's
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("readyz: %w (%s)", err, body)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,21 +21,35 @@ import (
 // fails with the real bind error when that port is taken.
 const fakeChildEnv = "WIREKUBE_HARNESS_FAKE_CHILD"
 
-// runFakeChild is the fake child's main: bind every --listen= address, print
-// the error and exit 1 when one is taken, else serve until SIGTERM.
+// runFakeChild is the fake child's main: bind every --listen= address (as
+// the refrelay does) and --secure-port= with --tls-cert-file and
+// --tls-private-key-file (as kube-apiserver does, answering every path 200);
+// print the bind error and exit 1 when a port is taken, else serve until
+// SIGTERM.
 func runFakeChild(args []string) int {
+	flags := map[string]string{}
 	var lns []net.Listener
 	for _, a := range args {
-		addr, ok := strings.CutPrefix(a, "--listen=")
-		if !ok {
-			continue
+		if name, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
+			flags[name] = v
 		}
-		ln, err := net.Listen("tcp", addr)
+		if addr, ok := strings.CutPrefix(a, "--listen="); ok {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "fake child: %v\n", err)
+				return 1
+			}
+			lns = append(lns, ln)
+		}
+	}
+	if port := flags["secure-port"]; port != "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fake child: %v\n", err)
 			return 1
 		}
-		lns = append(lns, ln)
+		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+		go srv.ServeTLS(ln, flags["tls-cert-file"], flags["tls-private-key-file"]) // ends with the process
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
@@ -182,6 +197,50 @@ func TestStartRelayRetriesTakenPort(t *testing.T) {
 	}
 	if s.RelayAddr != addr {
 		t.Errorf("restart moved the relay from %s to %s", addr, s.RelayAddr)
+	}
+}
+
+// TestStartAPIServerRetriesTakenPort: the first kube-apiserver start finds
+// its port taken; the retry moves URL, the admin kubeconfig and the clients
+// to a fresh port before anything reads them, and /readyz passes there.
+func TestStartAPIServerRetriesTakenPort(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeChildEnv, "1")
+	procs := newTestProcs(t)
+	c := &Cluster{Dir: t.TempDir(), procs: procs, bins: KubeBinaries{APIServer: exe}}
+	if err := c.writeAPIServerArgs("http://127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	takenURL := c.URL
+	blocker, err := net.Listen("tcp", strings.TrimPrefix(takenURL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close()
+	if err := c.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.URL == takenURL {
+		t.Fatal("URL still the taken address")
+	}
+	kc, err := os.ReadFile(c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(kc), "server: "+c.URL+"\n") {
+		t.Errorf("admin kubeconfig does not point at %s:\n%s", c.URL, kc)
+	}
+	if c.Config.Host != c.URL {
+		t.Errorf("client config host %s, want %s", c.Config.Host, c.URL)
+	}
+	if !strings.Contains(procs.Out.(*bytes.Buffer).String(), "kube-apiserver: a port was taken (attempt 1/3") {
+		t.Errorf("retry not logged:\n%s", procs.Out)
+	}
+	if _, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err != nil {
+		t.Errorf("readyz at the new URL: %v", err)
 	}
 }
 
