@@ -78,8 +78,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port")
 	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
 	fs.DurationVar(&o.RegisterTimeout, "register-timeout", o.RegisterTimeout, "time allowed from the upgrade to a verified Register frame")
-	fs.Func("allowed-origins", "comma-separated Origin values accepted (default empty: any Origin header is refused)", func(s string) error {
-		o.AllowedOrigins = splitList(s)
+	fs.Func("allowed-origins", "Origin values accepted, comma-separated or repeated (default empty: any Origin header is refused)", func(s string) error {
+		o.AllowedOrigins = append(o.AllowedOrigins, splitList(s)...)
 		return nil
 	})
 	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for three periods is closed")

@@ -27,10 +27,11 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 	for name := range want {
 		t.Errorf("missing flag --%s", name)
 	}
-	if err := fs.Parse([]string{"--allowed-origins", "https://a.example, https://b.example", "--listen", "unix:/tmp/b.sock"}); err != nil {
+	if err := fs.Parse([]string{"--allowed-origins", "https://a.example, https://b.example", "--listen", "unix:/tmp/b.sock",
+		"--allowed-origins", "https://c.example"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(o.AllowedOrigins) != 2 || o.AllowedOrigins[1] != "https://b.example" || o.Validate() != nil {
+	if len(o.AllowedOrigins) != 3 || o.AllowedOrigins[1] != "https://b.example" || o.AllowedOrigins[2] != "https://c.example" || o.Validate() != nil {
 		t.Fatalf("origins %q, validate %v", o.AllowedOrigins, o.Validate())
 	}
 }
