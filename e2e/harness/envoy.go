@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/wirekube/relay-ws/envoy"
 )
@@ -26,7 +25,9 @@ func RealEnvoy() string {
 }
 
 // startEnvoy runs real Envoy with envoy/envoy.yaml, its ports and
-// certificate paths substituted through envoy.Overrides.
+// certificate paths substituted through envoy.Overrides. A start whose port
+// was taken meanwhile is retried on fresh ports (Envoy is the last component
+// started, so nothing has read StandinAddr yet).
 func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
 	if s.standinLn != nil { // Envoy binds the front's port itself
 		s.standinLn.Close()
@@ -36,17 +37,31 @@ func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
+	repick := func() error { return repickAddrs(&s.StandinAddr) }
+	return retryPorts(ctx, s.procs.Out, "envoy", repick, func(ctx context.Context) error {
+		conf, err := s.writeEnvoyConfig(cert, key)
+		if err != nil {
+			return err
+		}
+		p, err := s.procs.Start("envoy", bin, "-c", conf, "--log-level", "info", "--base-id", fmt.Sprint(os.Getpid()))
+		if err != nil {
+			return err
+		}
+		s.Envoy = p
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, listensOn(p, s.StandinAddr)))
+	})
+}
+
+// writeEnvoyConfig writes the shipped config with this run's addresses (the
+// admin and stats ports picked afresh) and returns its path.
+func (s *Stack) writeEnvoyConfig(cert, key string) (string, error) {
 	b, err := envoy.Load(filepath.Join(s.opts.RepoRoot, EnvoyConfigPath))
 	if err != nil {
-		return err
+		return "", err
 	}
-	admin, err := FreeAddr()
-	if err != nil {
-		return err
-	}
-	stats, err := FreeAddr()
-	if err != nil {
-		return err
+	var admin, stats string
+	if err := repickAddrs(&admin, &stats); err != nil {
+		return "", err
 	}
 	o := envoy.Overrides{
 		Admin:     admin,
@@ -55,20 +70,15 @@ func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
 		CertFile:  cert, KeyFile: key,
 	}
 	if err := o.Apply(b); err != nil {
-		return err
+		return "", err
 	}
 	js, err := envoy.Marshal(b)
 	if err != nil {
-		return err
+		return "", err
 	}
 	conf := filepath.Join(s.opts.Dir, "envoy.json")
 	if err := os.WriteFile(conf, js, 0o644); err != nil {
-		return fmt.Errorf("envoy config: %w", err)
+		return "", fmt.Errorf("envoy config: %w", err)
 	}
-	p, err := s.procs.Start("envoy", bin, "-c", conf, "--log-level", "info", "--base-id", fmt.Sprint(os.Getpid()))
-	if err != nil {
-		return err
-	}
-	s.Envoy = p
-	return WaitFor(ctx, p, 30*time.Second, func(context.Context) error { return dialTCP(s.StandinAddr) })
+	return conf, nil
 }
