@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/wsstream"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -74,7 +74,7 @@ func dialWS(ctx context.Context, url string, k relayproto.Key, bufSize int) (*ws
 		}
 		return nil, fmt.Errorf("dial bridge: %w", err)
 	}
-	p := &wsPeer{ws: ws, fr: relayproto.NewReader(bufio.NewReaderSize(&messageStream{ws: ws}, 64<<10))}
+	p := &wsPeer{ws: ws, fr: relayproto.NewReader(bufio.NewReaderSize(wsstream.NewReader(ws), 64<<10))}
 	if err := p.send(relayproto.AppendRegister(nil, k)); err != nil {
 		ws.Close()
 		return nil, err
@@ -88,31 +88,4 @@ func (p *wsPeer) close()                          { p.ws.Close() }
 func (p *wsPeer) setDeadline(t time.Time) {
 	_ = p.ws.SetReadDeadline(t)
 	_ = p.ws.SetWriteDeadline(t)
-}
-
-// messageStream reads successive binary messages as one byte stream.
-type messageStream struct {
-	ws *websocket.Conn
-	r  io.Reader
-}
-
-func (m *messageStream) Read(p []byte) (int, error) {
-	for {
-		if m.r == nil {
-			_, r, err := m.ws.NextReader()
-			if err != nil {
-				return 0, err
-			}
-			m.r = r
-		}
-		n, err := m.r.Read(p)
-		if err == io.EOF {
-			m.r = nil
-			if n == 0 {
-				continue
-			}
-			err = nil
-		}
-		return n, err
-	}
 }

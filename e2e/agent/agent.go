@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/wsstream"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -123,7 +124,7 @@ func DialRaw(ctx context.Context, o Options) (*Conn, error) {
 		return nil, dialError(resp, err)
 	}
 	c := &Conn{ws: ws, Response: resp, stop: make(chan struct{})}
-	c.rd = relayproto.NewReader(&messageStream{ws: ws})
+	c.rd = relayproto.NewReader(wsstream.NewReader(ws))
 	return c, nil
 }
 
@@ -279,37 +280,4 @@ func (c *Conn) Close() error {
 		c.wg.Wait()
 	})
 	return err
-}
-
-// messageStream turns the binary messages of a connection into one byte
-// stream, as the real agent reads them.
-type messageStream struct {
-	ws  *websocket.Conn
-	cur io.Reader
-}
-
-var errTextMessage = errors.New("agent: text message from server")
-
-func (m *messageStream) Read(p []byte) (int, error) {
-	for {
-		if m.cur == nil {
-			mt, r, err := m.ws.NextReader()
-			if err != nil {
-				return 0, err
-			}
-			if mt != websocket.BinaryMessage {
-				return 0, errTextMessage
-			}
-			m.cur = r
-		}
-		n, err := m.cur.Read(p)
-		if errors.Is(err, io.EOF) {
-			m.cur = nil
-			if n > 0 {
-				return n, nil
-			}
-			continue
-		}
-		return n, err
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/wsstream"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -65,7 +66,7 @@ func (b *fakeBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // relay checks Register, then echoes Data to the registered key.
 func (b *fakeBridge) relay(conn *websocket.Conn) {
-	fr := relayproto.NewReader(&messageStream{conn: conn})
+	fr := relayproto.NewReader(wsstream.NewReader(conn))
 	f, err := fr.ReadFrame()
 	if err != nil {
 		return

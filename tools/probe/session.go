@@ -6,13 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/wsstream"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -31,14 +31,12 @@ type errRelay struct{ text string }
 
 func (e *errRelay) Error() string { return "relay error frame: " + e.text }
 
-var errTextMessage = errors.New("the gateway sent a text message; relay frames are binary")
-
 // payloadMagic starts every echo payload so the probe's own frames are
 // told apart from other traffic addressed to the same key.
 const payloadMagic = "wirekube-relay-probe/1 "
 
 func (s *session) run() {
-	s.fr = relayproto.NewReader(&messageStream{conn: s.conn})
+	s.fr = relayproto.NewReader(wsstream.NewReader(s.conn))
 	start := s.now()
 	if err := s.write(relayproto.AppendRegister(nil, s.cfg.key)); err != nil {
 		s.res.add(Stage{Name: StageRegister, Status: StatusFailed, Duration: s.now().Sub(start), Key: s.cfg.key.Fingerprint()})
@@ -203,35 +201,4 @@ func (s *session) close() {
 	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
 		s.now().Add(time.Second))
 	_ = s.conn.Close()
-}
-
-// messageStream turns the binary messages of conn into one byte stream: a
-// frame may span messages and a message may hold several frames.
-type messageStream struct {
-	conn *websocket.Conn
-	r    io.Reader
-}
-
-func (m *messageStream) Read(p []byte) (int, error) {
-	for {
-		if m.r == nil {
-			typ, r, err := m.conn.NextReader()
-			if err != nil {
-				return 0, err
-			}
-			if typ != websocket.BinaryMessage {
-				return 0, errTextMessage
-			}
-			m.r = r
-		}
-		n, err := m.r.Read(p)
-		if errors.Is(err, io.EOF) {
-			m.r = nil
-			if n == 0 {
-				continue
-			}
-			err = nil
-		}
-		return n, err
-	}
 }
