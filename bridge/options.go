@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -78,25 +79,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port")
 	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
 	fs.DurationVar(&o.RegisterTimeout, "register-timeout", o.RegisterTimeout, "time allowed from the upgrade to a verified Register frame")
-	fs.Func("allowed-origins", "Origin values accepted, comma-separated or repeated (default empty: any Origin header is refused)", func(s string) error {
-		o.AllowedOrigins = append(o.AllowedOrigins, splitList(s)...)
-		return nil
-	})
+	fs.Var(cli.NewStringList(&o.AllowedOrigins), "allowed-origins", "Origin values accepted, comma-separated or repeated (default empty: any Origin header is refused)")
 	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for three periods is closed")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // Validate reports every invalid setting, each error naming its flag.

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -100,13 +101,13 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "/healthz, /readyz and /metrics listen address")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig path (default in-cluster, then KUBECONFIG)")
 	fs.StringVar(&o.Audience, "audience", o.Audience, "required token audience")
-	fs.Var(newListFlag(&o.AgentServiceAccounts), "agent-service-account", "agent ServiceAccount ns/name whose tokens must be Pod- or Node-bound (repeatable)")
+	fs.Var(cli.NewStringList(&o.AgentServiceAccounts), "agent-service-account", "agent ServiceAccount ns/name whose tokens must be Pod- or Node-bound (repeatable)")
 	fs.StringVar(&o.PeerNamespace, "peer-namespace", o.PeerNamespace, "namespace of the dedicated per-peer ServiceAccounts")
 	fs.StringVar(&o.PeerServiceAccountPrefix, "peer-service-account-prefix", o.PeerServiceAccountPrefix, "name prefix of the per-peer ServiceAccounts")
 	fs.StringVar(&o.RelayPath, "relay-path", o.RelayPath, "path of the relay WebSocket endpoint")
-	fs.Var(newListFlag(&o.AllowedOrigins), "allowed-origins", "accepted Origin values, comma-separated or repeated (default none)")
-	fs.Var(newListFlag(&o.AuthnOnlyPaths), "authn-only-path", "path prefix that needs only an allowlisted ServiceAccount token (repeatable)")
-	fs.Var(newListFlag(&o.AllowServiceAccounts), "allow-service-account", "ServiceAccount ns/name allowed on --authn-only-path (repeatable)")
+	fs.Var(cli.NewStringList(&o.AllowedOrigins), "allowed-origins", "accepted Origin values, comma-separated or repeated (default none)")
+	fs.Var(cli.NewStringList(&o.AuthnOnlyPaths), "authn-only-path", "path prefix that needs only an allowlisted ServiceAccount token (repeatable)")
+	fs.Var(cli.NewStringList(&o.AllowServiceAccounts), "allow-service-account", "ServiceAccount ns/name allowed on --authn-only-path (repeatable)")
 	fs.IntVar(&o.CacheSize, "cache-size", o.CacheSize, "TokenReview cache entries")
 	fs.DurationVar(&o.CacheTTL, "cache-ttl", o.CacheTTL, "max reuse of an accepted TokenReview (never past token exp)")
 	fs.DurationVar(&o.NegativeCacheTTL, "negative-cache-ttl", o.NegativeCacheTTL, "reuse of a rejected TokenReview")
@@ -115,35 +116,6 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
-}
-
-// listFlag is a repeatable, comma-splitting string list flag. The first Set
-// replaces the default; later ones append.
-type listFlag struct {
-	dst *[]string
-	set bool
-}
-
-func newListFlag(dst *[]string) *listFlag { return &listFlag{dst: dst} }
-
-func (f *listFlag) String() string {
-	if f == nil || f.dst == nil {
-		return ""
-	}
-	return strings.Join(*f.dst, ",")
-}
-
-func (f *listFlag) Set(v string) error {
-	if !f.set {
-		*f.dst = nil
-		f.set = true
-	}
-	for item := range strings.SplitSeq(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			*f.dst = append(*f.dst, item)
-		}
-	}
-	return nil
 }
 
 // Validate checks every option; the error names the flag.

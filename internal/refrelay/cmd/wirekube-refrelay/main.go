@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/netutil"
 	"github.com/wirekube/relay-ws/internal/refrelay"
@@ -54,11 +55,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&opts.QueueDepth, "queue-depth", refrelay.DefaultQueueDepth, "frames queued per destination before the newest is dropped")
 	fs.DurationVar(&opts.WriteStallTimeout, "write-stall-timeout", refrelay.DefaultWriteStallTimeout, "disconnect a peer whose write blocks this long")
 	fs.BoolVar(&opts.DisableUDP, "no-udp", false, "do not open the UDP socket next to the TCP listener")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	log, err := logging.New(stderr, *logFormat, "log-format")
 	if err != nil {
