@@ -39,13 +39,24 @@ lint: ## gofmt check, go vet, pinned staticcheck.
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./e2e/... ./demo/...
 
 .PHONY: fuzz
+# A run that ends with a bare "context deadline exceeded" and writes no failing
+# input is Go 1.26's fuzz-coordinator race at the -fuzztime boundary
+# (golang/go#75804, fixed in Go 1.27): reported, not counted as a failure.
+# Any failing input ("Failing input written to testdata/fuzz/...") fails.
 fuzz: ## Run every fuzz target for FUZZTIME each.
-	@set -e; for pkg in $$($(GO) list ./...); do \
+	@set -e; failed=0; for pkg in $$($(GO) list ./...); do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "== $$pkg $$t"; \
-			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+			out=$$($(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) && rc=0 || rc=$$?; \
+			echo "$$out" | tail -n 3; \
+			if [ $$rc -ne 0 ]; then \
+				if ! echo "$$out" | grep -q 'Failing input written' && \
+					echo "$$out" | grep -q 'context deadline exceeded'; then \
+					echo "   (fuzztime-boundary race of Go 1.26, golang/go#75804: no failing input; not a failure)"; \
+				else echo "$$out"; failed=1; fi; \
+			fi; \
 		done; \
-	done
+	done; exit $$failed
 
 .PHONY: bench
 bench: ## Fixed-workload benchmarks with ratios against a same-run baseline.
