@@ -10,12 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"golang.org/x/crypto/curve25519"
-
 	"github.com/wirekube/relay-ws/e2e/agent"
 	"github.com/wirekube/relay-ws/e2e/harness"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
+	"github.com/wirekube/relay-ws/tools/probe"
 )
 
 // node is one demo Node: its agent Pod, its WireKubePeer with a real
@@ -30,20 +29,20 @@ type node struct {
 	tokenFile string
 }
 
-// newKeyPair makes a WireGuard key pair (X25519; the private key clamped as
-// `wg genkey` does).
+// newKeyPair makes a WireGuard key pair: a private key clamped as
+// `wg genkey` does, and its public key derived the way the probe derives it
+// from --private-key-file.
 func newKeyPair(rnd io.Reader) (priv []byte, pub relayproto.Key, err error) {
-	priv = make([]byte, curve25519.ScalarSize)
+	priv = make([]byte, relayproto.KeySize)
 	if _, err := io.ReadFull(rnd, priv); err != nil {
 		return nil, pub, fmt.Errorf("key pair: %w", err)
 	}
 	priv[0] &= 248
 	priv[31] = (priv[31] & 127) | 64
-	p, err := curve25519.X25519(priv, curve25519.Basepoint)
+	pub, err = probe.PublicFromPrivate(base64.StdEncoding.EncodeToString(priv))
 	if err != nil {
 		return nil, pub, fmt.Errorf("key pair: %w", err)
 	}
-	copy(pub[:], p)
 	return priv, pub, nil
 }
 
