@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -30,7 +30,7 @@ func (e *env) runAttacks(ctx context.Context, n cast) []AttackResult {
 	runs := map[string]attackFunc{
 		AttackOtherNodesKey: func(ctx context.Context) (Outcome, string) { return e.otherNodesKey(ctx, n) },
 		AttackNoToken: func(ctx context.Context) (Outcome, string) {
-			return e.tryUpgrade(ctx, agent.Options{URL: e.url(), TLS: e.tls}), ""
+			return e.tryUpgrade(ctx, testagent.Options{URL: e.url(), TLS: e.tls}), ""
 		},
 		AttackWrongAudience: func(ctx context.Context) (Outcome, string) { return e.wrongAudience(ctx, n.a) },
 		AttackTokenInURL:    func(ctx context.Context) (Outcome, string) { return e.tokenInURL(ctx, n.a) },
@@ -45,8 +45,8 @@ func (e *env) runAttacks(ctx context.Context, n cast) []AttackResult {
 }
 
 // tryUpgrade only upgrades; an accepted upgrade is closed again at once.
-func (e *env) tryUpgrade(ctx context.Context, o agent.Options) Outcome {
-	c, err := agent.DialRaw(ctx, o)
+func (e *env) tryUpgrade(ctx context.Context, o testagent.Options) Outcome {
+	c, err := testagent.DialRaw(ctx, o)
 	if err == nil {
 		c.Close()
 	}
@@ -57,7 +57,7 @@ func (e *env) tryUpgrade(ctx context.Context, o agent.Options) Outcome {
 // identity is fine, so the upgrade succeeds; the bridge must close the
 // session instead of forwarding the Register.
 func (e *env) otherNodesKey(ctx context.Context, n cast) (Outcome, string) {
-	c, err := agent.Dial(ctx, e.agentOptions(n.c), n.b.key)
+	c, err := testagent.Dial(ctx, e.agentOptions(n.c), n.b.key)
 	if err != nil {
 		return outcomeOf(err), ""
 	}
@@ -73,11 +73,11 @@ func (e *env) otherNodesKey(ctx context.Context, n cast) (Outcome, string) {
 }
 
 func (e *env) wrongAudience(ctx context.Context, a *node) (Outcome, string) {
-	tok, err := e.attackToken(ctx, a, harness.Issuer, "wrong-audience")
+	tok, err := e.attackToken(ctx, a, stack.Issuer, "wrong-audience")
 	if err != nil {
 		return Outcome{Kind: KindError, Reason: err.Error()}, ""
 	}
-	return e.tryUpgrade(ctx, agent.Options{URL: e.url(), Token: tok, TLS: e.tls}), "audience " + harness.Issuer
+	return e.tryUpgrade(ctx, testagent.Options{URL: e.url(), Token: tok, TLS: e.tls}), "audience " + stack.Issuer
 }
 
 // tokenInURL: a valid Authorization header, and a second valid token in the
@@ -102,7 +102,7 @@ func (e *env) deletedPod(ctx context.Context, c *node) (Outcome, string) {
 	}
 	conn.Close()
 	deleted := time.Now()
-	if err := e.cluster.DeletePodNow(ctx, harness.Namespace, c.pod.Name); err != nil {
+	if err := e.cluster.DeletePodNow(ctx, stack.Namespace, c.pod.Name); err != nil {
 		return Outcome{Kind: KindError, Reason: err.Error()}, ""
 	}
 	want := Refused(contract.ReasonPodNotFound)
@@ -129,8 +129,8 @@ func (e *env) attackToken(ctx context.Context, n *node, audience, name string) (
 
 // connect dials n's agent (Register with its own key) and proves the session
 // is live with an echo through the relay.
-func (e *env) connect(ctx context.Context, n *node) (*agent.Conn, error) {
-	c, err := agent.Dial(ctx, e.agentOptions(n), n.key)
+func (e *env) connect(ctx context.Context, n *node) (*testagent.Conn, error) {
+	c, err := testagent.Dial(ctx, e.agentOptions(n), n.key)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 )
 
 // ErrFailed is returned when the run completed but a step or an attack did
@@ -130,7 +130,7 @@ func (e *env) demo(ctx context.Context, rep *Report) error {
 
 // attacks adds the attacker's node, runs the attacks and checks that the
 // live sessions of node-a and node-b were not disturbed.
-func (e *env) attacks(ctx context.Context, rep *Report, ca, cb *agent.Conn, n *cast) {
+func (e *env) attacks(ctx context.Context, rep *Report, ca, cb *testagent.Conn, n *cast) {
 	err := rep.run(e.opts.Progress, "attacker's node (node-c)", func() (d string, err error) {
 		nodes, d, err := e.addNodes(ctx, &rep.Where, "node-c")
 		if err == nil {
@@ -150,7 +150,7 @@ func (e *env) attacks(ctx context.Context, rep *Report, ca, cb *agent.Conn, n *c
 	})
 }
 
-func (e *env) traffic(ctx context.Context, rep *Report, ca, cb *agent.Conn, n *cast) error {
+func (e *env) traffic(ctx context.Context, rep *Report, ca, cb *testagent.Conn, n *cast) error {
 	err := rep.run(e.opts.Progress, "traffic both ways", func() (string, error) {
 		t, err := stream(ctx, ca, cb, n.a.key, n.b.key, e.opts.TrafficDuration)
 		rep.Traffic = &t
@@ -181,14 +181,14 @@ func attackSummary(rs []AttackResult) (string, error) {
 	return d, nil
 }
 
-func exchangeBothWays(ca, cb *agent.Conn, n *cast) error {
+func exchangeBothWays(ca, cb *testagent.Conn, n *cast) error {
 	if err := exchangeOne(ca, cb, n.a, n.b); err != nil {
 		return err
 	}
 	return exchangeOne(cb, ca, n.b, n.a)
 }
 
-func exchangeOne(from, to *agent.Conn, nf, nt *node) error {
+func exchangeOne(from, to *testagent.Conn, nf, nt *node) error {
 	p := []byte("still here " + nf.name)
 	if err := from.SendData(nt.key, p); err != nil {
 		return fmt.Errorf("%s -> %s: %w", nf.name, nt.name, err)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -40,7 +40,7 @@ func testOptions(t *testing.T) Options {
 	o.Progress = testWriter{t}
 	// With prebuilt binaries (make build) the run also includes the probe
 	// step; without, the harness builds the three it needs.
-	o.BinDir = os.Getenv(harness.EnvBinDir)
+	o.BinDir = os.Getenv(stack.EnvBinDir)
 	return o
 }
 
@@ -117,7 +117,7 @@ func connectWithFiles(ctx context.Context, w Where) error {
 	if err != nil {
 		return err
 	}
-	c, err := agent.Dial(ctx, agent.Options{URL: w.URL, TokenFile: w.TokenFiles[0], TLS: tlsConf}, key)
+	c, err := testagent.Dial(ctx, testagent.Options{URL: w.URL, TokenFile: w.TokenFiles[0], TLS: tlsConf}, key)
 	if err != nil {
 		return err
 	}

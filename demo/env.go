@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/manifests"
 )
 
@@ -26,9 +26,9 @@ const tokenTTL = time.Hour
 type env struct {
 	opts    Options
 	state   *stateDir
-	procs   *harness.Procs
-	cluster *harness.Cluster
-	gw      *harness.Stack
+	procs   *stack.Procs
+	cluster *stack.Cluster
+	gw      *stack.Stack
 
 	frontName string // "envoy" or "nginx"
 	frontAddr string // 127.0.0.1:port
@@ -45,7 +45,7 @@ func (e *env) url() string { return "wss://" + e.frontAddr + "/relay" }
 // rep. On error the processes started so far are stopped by the caller's
 // close (e is returned even then).
 func startEnv(ctx context.Context, o Options, st *stateDir, rep *Report) (*env, error) {
-	procs, err := harness.NewProcs(st.join("logs"), prefixWriter{o.Progress})
+	procs, err := stack.NewProcs(st.join("logs"), prefixWriter{o.Progress})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func startEnv(ctx context.Context, o Options, st *stateDir, rep *Report) (*env, 
 		allowed: o.InstallNginx, isRoot: os.Geteuid() == 0, have: haveNginx,
 		run: execRunner(o.Progress), out: o.Progress, policyPath: policyRCD,
 	}
-	var bins harness.KubeBinaries
+	var bins stack.KubeBinaries
 	var repoBins map[string]string
 	steps := []struct {
 		name string
@@ -78,18 +78,18 @@ func startEnv(ctx context.Context, o Options, st *stateDir, rep *Report) (*env, 
 
 // kubeBinaries finds or builds etcd and kube-apiserver; a cold build takes
 // minutes, so say so before the harness starts it.
-func (e *env) kubeBinaries(ctx context.Context) (harness.KubeBinaries, string, error) {
-	cache := filepath.Join(e.opts.RepoRoot, "e2e", ".cache", "kube", harness.KubeVersion)
+func (e *env) kubeBinaries(ctx context.Context) (stack.KubeBinaries, string, error) {
+	cache := filepath.Join(e.opts.RepoRoot, "e2e", ".cache", "kube", stack.KubeVersion)
 	_, aerr := os.Stat(filepath.Join(cache, "kube-apiserver"))
 	_, eerr := os.Stat(filepath.Join(cache, "etcd"))
-	userBins := os.Getenv(harness.EnvKubebuilderAssets) != "" || os.Getenv(harness.EnvAPIServer) != ""
+	userBins := os.Getenv(stack.EnvKubebuilderAssets) != "" || os.Getenv(stack.EnvAPIServer) != ""
 	cold := !userBins && (aerr != nil || eerr != nil)
 	if cold {
 		fmt.Fprintf(e.opts.Progress, "demo: first run: compiling etcd and kube-apiserver %s from the Go module proxy into %s\n"+
-			"demo: this takes about 5-10 minutes on an idle 2-core machine (longer under load); later runs reuse the cache\n", harness.KubeVersion, cache)
+			"demo: this takes about 5-10 minutes on an idle 2-core machine (longer under load); later runs reuse the cache\n", stack.KubeVersion, cache)
 	}
 	start := time.Now()
-	bins, err := harness.FindKubeBinaries(ctx, e.opts.RepoRoot, prefixWriter{e.opts.Progress})
+	bins, err := stack.FindKubeBinaries(ctx, e.opts.RepoRoot, prefixWriter{e.opts.Progress})
 	if err != nil {
 		return bins, "", err
 	}
@@ -99,8 +99,8 @@ func (e *env) kubeBinaries(ctx context.Context) (harness.KubeBinaries, string, e
 	return bins, bins.APIServer, nil
 }
 
-func (e *env) startCluster(ctx context.Context, bins harness.KubeBinaries) (string, error) {
-	c, err := harness.StartCluster(ctx, e.procs, bins, e.state.join("cluster"))
+func (e *env) startCluster(ctx context.Context, bins stack.KubeBinaries) (string, error) {
+	c, err := stack.StartCluster(ctx, e.procs, bins, e.state.join("cluster"))
 	if c != nil {
 		e.cluster = c
 	}
@@ -136,23 +136,23 @@ func (e *env) seed(ctx context.Context) (string, error) {
 		}
 		names = append(names, strings.TrimSuffix(crd.Name, ".yaml"))
 	}
-	if err := e.cluster.EnsureNamespace(ctx, harness.Namespace); err != nil {
+	if err := e.cluster.EnsureNamespace(ctx, stack.Namespace); err != nil {
 		return "", err
 	}
-	if _, err := e.cluster.CreateServiceAccount(ctx, harness.Namespace, agentSA); err != nil {
+	if _, err := e.cluster.CreateServiceAccount(ctx, stack.Namespace, agentSA); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("CRDs %s; %s/%s", strings.Join(names, ", "), harness.Namespace, agentSA), nil
+	return fmt.Sprintf("CRDs %s; %s/%s", strings.Join(names, ", "), stack.Namespace, agentSA), nil
 }
 
 // repoBinaries uses --bin-dir when given, else lets the harness build them.
 func (e *env) repoBinaries(ctx context.Context) (map[string]string, string, error) {
 	if e.opts.BinDir == "" {
-		bins, err := harness.BuildRepoBinaries(ctx, e.opts.RepoRoot, e.state.join("bin"), prefixWriter{e.opts.Progress})
+		bins, err := stack.BuildRepoBinaries(ctx, e.opts.RepoRoot, e.state.join("bin"), prefixWriter{e.opts.Progress})
 		return bins, "built into " + e.state.join("bin"), err
 	}
 	bins := map[string]string{}
-	for name := range harness.RepoBinaries {
+	for name := range stack.RepoBinaries {
 		p := filepath.Join(e.opts.BinDir, name)
 		if _, err := os.Stat(p); err != nil {
 			return nil, "", fmt.Errorf("--bin-dir: %w (run make build)", err)
@@ -169,7 +169,7 @@ func (e *env) startGateway(ctx context.Context, bins map[string]string, rep *Rep
 	if err := os.MkdirAll(e.state.join("stack"), 0o755); err != nil {
 		return "", fmt.Errorf("stack dir: %w", err)
 	}
-	gw, err := harness.StartStack(ctx, e.procs, harness.StackOptions{
+	gw, err := stack.StartStack(ctx, e.procs, stack.StackOptions{
 		RepoRoot: e.opts.RepoRoot, Dir: e.state.join("stack"), Bins: bins,
 		ExtauthzKubeconfig: e.cluster.AdminKubeconfig,
 	})
@@ -177,7 +177,7 @@ func (e *env) startGateway(ctx context.Context, bins map[string]string, rep *Rep
 		return "", err
 	}
 	e.gw = gw
-	for _, p := range []*harness.Proc{gw.Relay, gw.Extauthz, gw.Bridge, gw.Nginx, gw.Envoy} {
+	for _, p := range []*stack.Proc{gw.Relay, gw.Extauthz, gw.Bridge, gw.Nginx, gw.Envoy} {
 		if p != nil {
 			e.pids = append(e.pids, p.PID())
 		}

@@ -10,8 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 	"github.com/wirekube/relay-ws/tools/probe"
@@ -63,7 +63,7 @@ func (e *env) addNode(ctx context.Context, name string) (*node, error) {
 	if _, err := e.cluster.CreateNode(ctx, name); err != nil {
 		return nil, err
 	}
-	if n.pod, err = e.cluster.CreatePod(ctx, harness.Namespace, "agent-"+name, agentSA, name); err != nil {
+	if n.pod, err = e.cluster.CreatePod(ctx, stack.Namespace, "agent-"+name, agentSA, name); err != nil {
 		return nil, err
 	}
 	if err := e.cluster.CreatePeer(ctx, name, pub.Base64()); err != nil {
@@ -80,7 +80,7 @@ func (e *env) addNode(ctx context.Context, name string) (*node, error) {
 
 // podToken issues a real token bound to n's agent Pod via TokenRequest.
 func (e *env) podToken(ctx context.Context, n *node, audience string) (string, error) {
-	return e.cluster.Token(ctx, harness.Namespace, agentSA, harness.TokenOptions{
+	return e.cluster.Token(ctx, stack.Namespace, agentSA, stack.TokenOptions{
 		Audience: audience, Duration: tokenTTL,
 		BoundKind: "Pod", BoundName: n.pod.Name, BoundUID: string(n.pod.UID),
 	})
@@ -88,8 +88,8 @@ func (e *env) podToken(ctx context.Context, n *node, audience string) (string, e
 
 // agentOptions dial the front as n's agent does: its token file, the demo
 // CA, keepalives as the real agent sends them.
-func (e *env) agentOptions(n *node) agent.Options {
-	return agent.Options{URL: e.url(), TokenFile: n.tokenFile, TLS: e.tls}
+func (e *env) agentOptions(n *node) testagent.Options {
+	return testagent.Options{URL: e.url(), TokenFile: n.tokenFile, TLS: e.tls}
 }
 
 // addNodes creates the named nodes and records their files in where.

@@ -2,7 +2,7 @@
 // `make up`: a real etcd and kube-apiserver, the WireKubePeer CRD, two Nodes
 // with their agent Pods and peers, the reference relay, wirekube-extauthz,
 // wirekube-bridge and a TLS front (Envoy when on PATH, else nginx), all
-// started and stopped by PID through the e2e harness (e2e/harness). `Run`
+// started and stopped by PID through the e2e harness (internal/stack). `Run`
 // then moves traffic between two agents, tries a handful of attacks and
 // returns a Report; `Up` keeps the stack running until its context ends.
 package demo
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 )
 
 // Options configure a demo run. The zero value of every field has a working
@@ -89,7 +89,7 @@ func (o *Options) Complete() error {
 		o.Progress = io.Discard
 	}
 	if o.RepoRoot == "" {
-		root, err := harness.RepoRoot()
+		root, err := stack.RepoRoot()
 		if err != nil {
 			return err
 		}

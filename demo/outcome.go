@@ -6,7 +6,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -65,7 +65,7 @@ func outcomeOf(err error) Outcome {
 	if err == nil {
 		return Outcome{Kind: KindOpen}
 	}
-	var de *agent.DialError
+	var de *testagent.DialError
 	if errors.As(err, &de) {
 		return Outcome{Kind: KindHTTP, Code: de.Status, Reason: de.Reason}
 	}

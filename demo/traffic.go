@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -45,7 +45,7 @@ const endMarker = math.MaxUint64
 
 // echo proves a session is live: a Data frame to one's own key comes back
 // through the relay.
-func echo(c *agent.Conn, self relayproto.Key) error {
+func echo(c *testagent.Conn, self relayproto.Key) error {
 	payload := make([]byte, 32)
 	rand.Read(payload)
 	if err := c.SendData(self, payload); err != nil {
@@ -72,7 +72,7 @@ func payload(dst []byte, seq uint64, pattern []byte) []byte {
 
 // flow is one direction of a stream.
 type flow struct {
-	from, to   *agent.Conn
+	from, to   *testagent.Conn
 	fromKey    relayproto.Key
 	toKey      relayproto.Key
 	pattern    []byte
@@ -140,7 +140,7 @@ func (f *flow) receive() {
 }
 
 // stream runs a->b and b->a at once for d and verifies every payload.
-func stream(ctx context.Context, a, b *agent.Conn, ka, kb relayproto.Key, d time.Duration) (Traffic, error) {
+func stream(ctx context.Context, a, b *testagent.Conn, ka, kb relayproto.Key, d time.Duration) (Traffic, error) {
 	pattern := make([]byte, 4*maxPayload)
 	rand.Read(pattern)
 	ab := &flow{from: a, to: b, fromKey: ka, toKey: kb, pattern: pattern, credits: make(chan struct{}, window)}
@@ -172,7 +172,7 @@ func stream(ctx context.Context, a, b *agent.Conn, ka, kb relayproto.Key, d time
 }
 
 // roundTrips times n small Data frames a->b->a; b echoes each back.
-func roundTrips(a, b *agent.Conn, ka, kb relayproto.Key, n int) ([]time.Duration, error) {
+func roundTrips(a, b *testagent.Conn, ka, kb relayproto.Key, n int) ([]time.Duration, error) {
 	echoErr := make(chan error, 1)
 	go func() { // owned: its result is always received below
 		for range n {

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/bridge"
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
@@ -40,7 +40,7 @@ func (f identityFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pair connects two agents through the real bridge and reference relay.
-func pair(t *testing.T) (a, b *agent.Conn, ka, kb relayproto.Key) {
+func pair(t *testing.T) (a, b *testagent.Conn, ka, kb relayproto.Key) {
 	t.Helper()
 	ka, kb = relayproto.Key{1, 2, 3}, relayproto.Key{4, 5, 6}
 	_, relayAddr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true})
@@ -53,8 +53,8 @@ func pair(t *testing.T) (a, b *agent.Conn, ka, kb relayproto.Key) {
 	srv := httptest.NewServer(identityFront{next: br.Handler(), keys: map[string]relayproto.Key{"ta": ka, "tb": kb}})
 	t.Cleanup(func() { br.Drain(); srv.Close() })
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/relay"
-	dial := func(tok string, k relayproto.Key) *agent.Conn {
-		c, err := agent.Dial(context.Background(), agent.Options{URL: url, Token: tok, KeepaliveInterval: -1}, k)
+	dial := func(tok string, k relayproto.Key) *testagent.Conn {
+		c, err := testagent.Dial(context.Background(), testagent.Options{URL: url, Token: tok, KeepaliveInterval: -1}, k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 )
 
 // Up brings the same stack up with node-a and node-b, checks that both
@@ -26,13 +26,13 @@ func Up(ctx context.Context, o Options, ready func(*Report)) (*Report, error) {
 // watch waits until ctx ends, or fails as soon as one of the stack's
 // processes exits on its own (the stack is then broken: say which and stop).
 func (e *env) watch(ctx context.Context) error {
-	procs := []*harness.Proc{e.cluster.Etcd, e.cluster.APIServer}
-	for _, p := range []*harness.Proc{e.gw.Relay, e.gw.Extauthz, e.gw.Bridge, e.gw.Nginx, e.gw.Envoy} {
+	procs := []*stack.Proc{e.cluster.Etcd, e.cluster.APIServer}
+	for _, p := range []*stack.Proc{e.gw.Relay, e.gw.Extauthz, e.gw.Bridge, e.gw.Nginx, e.gw.Envoy} {
 		if p != nil {
 			procs = append(procs, p)
 		}
 	}
-	died := make(chan *harness.Proc, len(procs))
+	died := make(chan *stack.Proc, len(procs))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, p := range procs {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -21,7 +21,7 @@ import (
 func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 	id := e.podAgent(t, peerName(f, "s2"))
 	fresh := func() string { // a valid, never used token of id
-		return e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{
+		return e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{
 			BoundKind: "Pod", BoundName: id.pod.Name, BoundUID: string(id.pod.UID)})
 	}
 	noReview := func(name string, fn func(t *testing.T)) {
@@ -33,7 +33,7 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 			}
 		})
 	}
-	base := agent.Options{URL: f.url, TLS: f.tls}
+	base := testagent.Options{URL: f.url, TLS: f.tls}
 	noReview("no_token", func(t *testing.T) {
 		wantRefused(t, base, http.StatusUnauthorized, contract.ReasonTokenMissing)
 	})
@@ -45,7 +45,7 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 	t.Run("lower_case_bearer_accepted", func(t *testing.T) {
 		o := base
 		o.Header = http.Header{"Authorization": {"bearer " + id.token}}
-		c, err := agent.Dial(context.Background(), o, id.key)
+		c, err := testagent.Dial(context.Background(), o, id.key)
 		fatalIf(t, err)
 		defer c.Close()
 		alive(t, c, id.key)
@@ -64,15 +64,15 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 	})
 	t.Run("wrong_audience", func(t *testing.T) {
 		o := base
-		o.Token = e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{
+		o.Token = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{
 			Audience:  "https://kubernetes.default.svc.cluster.local",
 			BoundKind: "Pod", BoundName: id.pod.Name, BoundUID: string(id.pod.UID)})
 		wantRefused(t, o, http.StatusUnauthorized, contract.ReasonAudienceMismatch)
 	})
 	t.Run("expired", func(t *testing.T) {
-		sa, err := e.cluster.Client.CoreV1().ServiceAccounts(harness.Namespace).Get(context.Background(), agentSA, metaGet)
+		sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(context.Background(), agentSA, metaGet)
 		fatalIf(t, err)
-		tok, err := e.cluster.SignToken(harness.SignedTokenOptions{
+		tok, err := e.cluster.SignToken(stack.SignedTokenOptions{
 			ServiceAccount: sa, Pod: id.pod, Audience: contract.DefaultAudience,
 			IssuedAt: time.Now().Add(-2 * time.Hour), Expiry: time.Now().Add(-time.Hour)})
 		fatalIf(t, err)

@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/manifests"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -36,9 +36,9 @@ const (
 type env struct {
 	repo    string
 	runDir  string
-	procs   *harness.Procs
-	cluster *harness.Cluster
-	stack   *harness.Stack
+	procs   *stack.Procs
+	cluster *stack.Cluster
+	stack   *stack.Stack
 	fronts  []front
 
 	extauthzSA             string
@@ -63,25 +63,25 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	repo, err := harness.RepoRoot()
+	repo, err := stack.RepoRoot()
 	fatalIf(t, err)
 	runDir, err := os.MkdirTemp("", "wirekube-e2e-")
 	fatalIf(t, err)
-	procs, err := harness.NewProcs(filepath.Join(runDir, "logs"), testWriter{t})
+	procs, err := stack.NewProcs(filepath.Join(runDir, "logs"), testWriter{t})
 	fatalIf(t, err)
 	e := &env{repo: repo, runDir: runDir, procs: procs}
 	t.Cleanup(func() { e.close(t) })
 
-	bins, err := harness.FindKubeBinaries(ctx, repo, testWriter{t})
+	bins, err := stack.FindKubeBinaries(ctx, repo, testWriter{t})
 	fatalIf(t, err)
-	e.cluster, err = harness.StartCluster(ctx, procs, bins, filepath.Join(runDir, "cluster"))
+	e.cluster, err = stack.StartCluster(ctx, procs, bins, filepath.Join(runDir, "cluster"))
 	fatalIf(t, err)
 	fatalIf(t, e.seedCluster(ctx))
-	repoBins, err := harness.BuildRepoBinaries(ctx, repo, filepath.Join(runDir, "bin"), testWriter{t})
+	repoBins, err := stack.BuildRepoBinaries(ctx, repo, filepath.Join(runDir, "bin"), testWriter{t})
 	fatalIf(t, err)
 	kubeconfig, err := e.extauthzKubeconfig(ctx)
 	fatalIf(t, err)
-	e.stack, err = harness.StartStack(ctx, procs, harness.StackOptions{
+	e.stack, err = stack.StartStack(ctx, procs, stack.StackOptions{
 		RepoRoot: repo, Dir: filepath.Join(runDir, "stack"), Bins: repoBins,
 		ExtauthzKubeconfig: kubeconfig,
 		BridgeArgs: []string{
@@ -123,13 +123,13 @@ func (e *env) seedCluster(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, ns := range []string{harness.Namespace, "wirekube-elsewhere"} {
+	for _, ns := range []string{stack.Namespace, "wirekube-elsewhere"} {
 		if err := e.cluster.EnsureNamespace(ctx, ns); err != nil {
 			return err
 		}
 	}
 	for _, sa := range []struct{ ns, name string }{
-		{harness.Namespace, agentSA}, {harness.Namespace, "wirekube-other"}, {"wirekube-elsewhere", agentSA},
+		{stack.Namespace, agentSA}, {stack.Namespace, "wirekube-other"}, {"wirekube-elsewhere", agentSA},
 	} {
 		if _, err := e.cluster.CreateServiceAccount(ctx, sa.ns, sa.name); err != nil {
 			return err
@@ -142,7 +142,7 @@ func (e *env) seedCluster(ctx context.Context) error {
 // manifests/base for real and returns a kubeconfig for that ServiceAccount:
 // extauthz runs with exactly the permissions the manifests grant.
 func (e *env) extauthzKubeconfig(ctx context.Context) (string, error) {
-	objs, err := harness.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", "base"))
+	objs, err := stack.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", "base"))
 	if err != nil {
 		return "", err
 	}
@@ -163,7 +163,7 @@ func (e *env) extauthzKubeconfig(ctx context.Context) (string, error) {
 	if err := e.cluster.Apply(ctx, rbac, false); err != nil {
 		return "", err
 	}
-	path, token, err := e.cluster.ServiceAccountKubeconfig(ctx, harness.Namespace, sa, 24*time.Hour)
+	path, token, err := e.cluster.ServiceAccountKubeconfig(ctx, stack.Namespace, sa, 24*time.Hour)
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +209,7 @@ func (e *env) writeTokenFile(t *testing.T, name, token string) string {
 	return p
 }
 
-func (e *env) tokenFor(t *testing.T, ns, sa string, o harness.TokenOptions) string {
+func (e *env) tokenFor(t *testing.T, ns, sa string, o stack.TokenOptions) string {
 	t.Helper()
 	if o.Audience == "" {
 		o.Audience = contract.DefaultAudience
@@ -229,11 +229,11 @@ func (e *env) podAgent(t *testing.T, peer string) identity {
 	ctx := context.Background()
 	_, err := e.cluster.CreateNode(ctx, peer)
 	fatalIf(t, err)
-	pod, err := e.cluster.CreatePod(ctx, harness.Namespace, "agent-"+peer, agentSA, peer)
+	pod, err := e.cluster.CreatePod(ctx, stack.Namespace, "agent-"+peer, agentSA, peer)
 	fatalIf(t, err)
 	id := identity{peer: peer, key: e.newKey(t), pod: pod}
 	fatalIf(t, e.cluster.CreatePeer(ctx, peer, id.key.Base64()))
-	id.token = e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
+	id.token = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
 	return id
 }
@@ -246,7 +246,7 @@ func (e *env) nodeAgent(t *testing.T, peer string) identity {
 	fatalIf(t, err)
 	id := identity{peer: peer, key: e.newKey(t)}
 	fatalIf(t, e.cluster.CreatePeer(ctx, peer, id.key.Base64()))
-	id.token = e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{BoundKind: "Node", BoundName: node.Name, BoundUID: string(node.UID)})
+	id.token = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{BoundKind: "Node", BoundName: node.Name, BoundUID: string(node.UID)})
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
 	return id
 }
@@ -256,7 +256,7 @@ func (e *env) nodeAgent(t *testing.T, peer string) identity {
 func (e *env) peerSAIdentity(t *testing.T, peer string, withPeer bool, rawKey string) identity {
 	t.Helper()
 	ctx := context.Background()
-	sa, err := e.cluster.CreateServiceAccount(ctx, harness.Namespace, peerSAPrefix+peer)
+	sa, err := e.cluster.CreateServiceAccount(ctx, stack.Namespace, peerSAPrefix+peer)
 	fatalIf(t, err)
 	id := identity{peer: peer, key: e.newKey(t), sa: sa}
 	if withPeer {
@@ -265,14 +265,14 @@ func (e *env) peerSAIdentity(t *testing.T, peer string, withPeer bool, rawKey st
 		}
 		fatalIf(t, e.cluster.CreatePeer(ctx, peer, rawKey))
 	}
-	id.token = e.tokenFor(t, harness.Namespace, sa.Name, harness.TokenOptions{})
+	id.token = e.tokenFor(t, stack.Namespace, sa.Name, stack.TokenOptions{})
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
 	return id
 }
 
 // opts are the agent options for id through f, as the real agent dials.
-func (f front) opts(id identity) agent.Options {
-	return agent.Options{URL: f.url, TokenFile: id.tokenFile, TLS: f.tls}
+func (f front) opts(id identity) testagent.Options {
+	return testagent.Options{URL: f.url, TokenFile: id.tokenFile, TLS: f.tls}
 }
 
 // peerName makes a per-front, per-scenario unique peer (and node) name.

@@ -9,14 +9,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // sentinels are two sessions that live through every scenario of a front:
 // after each scenario they must still exchange Data both ways.
 type sentinels struct {
-	a, b   *agent.Conn
+	a, b   *testagent.Conn
 	ka, kb relayproto.Key
 }
 
@@ -41,12 +41,12 @@ var payloadSizes = []int{1, 100, 1400, 9000, 65000, relayproto.MaxFrameSize - 1 
 
 // streamBothWays sends n numbered payloads each way at once and checks that
 // each side receives every payload intact, in order, from the other's key.
-func streamBothWays(t *testing.T, a, b *agent.Conn, ka, kb relayproto.Key, n int) {
+func streamBothWays(t *testing.T, a, b *testagent.Conn, ka, kb relayproto.Key, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for _, dir := range []struct {
-		from, to   *agent.Conn
+		from, to   *testagent.Conn
 		kfrom, kto relayproto.Key
 		name       string
 	}{{a, b, ka, kb, "a->b"}, {b, a, kb, ka, "b->a"}} {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -61,12 +61,12 @@ func (e *env) faultAPIServer(t *testing.T) {
 
 // eventuallySession retries a dial until it succeeds (a component is coming
 // back) and proves the session is live.
-func eventuallySession(t *testing.T, f front, id identity, within time.Duration) *agent.Conn {
+func eventuallySession(t *testing.T, f front, id identity, within time.Duration) *testagent.Conn {
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(within)
 	for {
-		c, err := agent.Dial(context.Background(), f.opts(id), id.key)
+		c, err := testagent.Dial(context.Background(), f.opts(id), id.key)
 		if err == nil {
 			t.Cleanup(func() { c.Close() })
 			alive(t, c, id.key)
@@ -85,7 +85,7 @@ func eventuallySession(t *testing.T, f front, id identity, within time.Duration)
 // faultRelay: the raw relay stops -> live sessions close 1011, new upgrades
 // get 503 relay_unavailable, /readyz is not ready; all recover.
 func (e *env) faultRelay(t *testing.T) {
-	live := map[string]*agent.Conn{}
+	live := map[string]*testagent.Conn{}
 	ids := map[string]identity{}
 	for _, f := range e.fronts {
 		ids[f.name] = e.podAgent(t, peerName(f, "s7-relay"))
@@ -124,7 +124,7 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 		at   time.Time
 		err  error
 	}
-	var conns []*agent.Conn
+	var conns []*testagent.Conn
 	for _, f := range e.fronts {
 		for _, n := range []string{"a", "b", "c", "d"} {
 			conns = append(conns, eventuallySession(t, f, e.podAgent(t, peerName(f, "s7-drain-"+n)), 30*time.Second))

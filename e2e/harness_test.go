@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -24,8 +24,8 @@ func (e *env) testHarness(t *testing.T) {
 	ctx := context.Background()
 	v, err := e.cluster.Client.Discovery().ServerVersion()
 	fatalIf(t, err)
-	if v.GitVersion != harness.KubeVersion {
-		t.Errorf("kube-apiserver %s, want %s", v.GitVersion, harness.KubeVersion)
+	if v.GitVersion != stack.KubeVersion {
+		t.Errorf("kube-apiserver %s, want %s", v.GitVersion, stack.KubeVersion)
 	}
 	id := e.podAgent(t, "harness-node")
 	st := e.review(t, id.token)
@@ -41,15 +41,15 @@ func (e *env) testHarness(t *testing.T) {
 			t.Errorf("extra %s = %v, want [%s]", key, got, want)
 		}
 	}
-	sa, err := e.cluster.Client.CoreV1().ServiceAccounts(harness.Namespace).Get(ctx, agentSA, metav1.GetOptions{})
+	sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(ctx, agentSA, metav1.GetOptions{})
 	fatalIf(t, err)
-	expired, err := e.cluster.SignToken(harness.SignedTokenOptions{ServiceAccount: sa, Pod: id.pod,
+	expired, err := e.cluster.SignToken(stack.SignedTokenOptions{ServiceAccount: sa, Pod: id.pod,
 		Audience: contract.DefaultAudience, IssuedAt: time.Now().Add(-2 * time.Hour), Expiry: time.Now().Add(-time.Hour)})
 	fatalIf(t, err)
 	if st := e.review(t, e.track(expired)); st.Authenticated {
 		t.Errorf("expired self-signed token authenticated")
 	}
-	valid, err := e.cluster.SignToken(harness.SignedTokenOptions{ServiceAccount: sa, Pod: id.pod,
+	valid, err := e.cluster.SignToken(stack.SignedTokenOptions{ServiceAccount: sa, Pod: id.pod,
 		Audience: contract.DefaultAudience, IssuedAt: time.Now(), Expiry: time.Now().Add(time.Hour)})
 	fatalIf(t, err)
 	if st := e.review(t, e.track(valid)); !st.Authenticated {
@@ -57,10 +57,10 @@ func (e *env) testHarness(t *testing.T) {
 	}
 	// RBAC is on: the agent's token may not list Pods.
 	cfg := rest.AnonymousClientConfig(e.cluster.Config)
-	cfg.BearerToken = e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{Audience: harness.Issuer})
+	cfg.BearerToken = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{Audience: stack.Issuer})
 	cs, err := kubernetes.NewForConfig(cfg)
 	fatalIf(t, err)
-	if _, err := cs.CoreV1().Pods(harness.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	if _, err := cs.CoreV1().Pods(stack.Namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("agent token listing pods: %v, want Forbidden (RBAC)", err)
 	}
 }

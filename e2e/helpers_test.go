@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -23,9 +23,9 @@ const ioTimeout = 5 * time.Second
 
 // session dials as the real agent (Register first) and proves the session
 // is live with a Data frame to itself.
-func session(t *testing.T, f front, id identity) *agent.Conn {
+func session(t *testing.T, f front, id identity) *testagent.Conn {
 	t.Helper()
-	c, err := agent.Dial(context.Background(), f.opts(id), id.key)
+	c, err := testagent.Dial(context.Background(), f.opts(id), id.key)
 	if err != nil {
 		t.Fatalf("%s: dial as %s: %v", f.name, id.peer, err)
 	}
@@ -38,14 +38,14 @@ func session(t *testing.T, f front, id identity) *agent.Conn {
 }
 
 // alive sends a Data frame to the session's own key; the relay echoes it.
-func alive(t *testing.T, c *agent.Conn, self relayproto.Key) {
+func alive(t *testing.T, c *testagent.Conn, self relayproto.Key) {
 	t.Helper()
 	exchange(t, c, c, self, self)
 }
 
 // exchange sends a random payload from a (key ka) to b (key kb) and checks
 // that b receives it intact with the source key rewritten to ka.
-func exchange(t *testing.T, a, b *agent.Conn, ka, kb relayproto.Key) {
+func exchange(t *testing.T, a, b *testagent.Conn, ka, kb relayproto.Key) {
 	t.Helper()
 	payload := randomBytes(64)
 	if err := a.SendData(kb, payload); err != nil {
@@ -68,9 +68,9 @@ func randomBytes(n int) []byte {
 
 // wantRefused dials and expects the upgrade to be refused with status and
 // reason (and WWW-Authenticate: Bearer on 401).
-func wantRefused(t *testing.T, o agent.Options, status int, reason contract.Reason) {
+func wantRefused(t *testing.T, o testagent.Options, status int, reason contract.Reason) {
 	t.Helper()
-	c, err := agent.DialRaw(context.Background(), o)
+	c, err := testagent.DialRaw(context.Background(), o)
 	if err == nil {
 		c.Close()
 		t.Fatalf("upgrade accepted, want HTTP %d %s", status, reason)
@@ -80,7 +80,7 @@ func wantRefused(t *testing.T, o agent.Options, status int, reason contract.Reas
 
 func checkDeny(t *testing.T, err error, status int, reason contract.Reason) {
 	t.Helper()
-	var de *agent.DialError
+	var de *testagent.DialError
 	if !errors.As(err, &de) {
 		t.Fatalf("dial error %v, want HTTP %d %s", err, status, reason)
 	}
@@ -93,7 +93,7 @@ func checkDeny(t *testing.T, err error, status int, reason contract.Reason) {
 }
 
 // wantClose expects the server to close the session with code and reason.
-func wantClose(t *testing.T, c *agent.Conn, code int, reason contract.Reason, within time.Duration) {
+func wantClose(t *testing.T, c *testagent.Conn, code int, reason contract.Reason, within time.Duration) {
 	t.Helper()
 	ce, err := c.WaitClose(within)
 	if err != nil {
@@ -152,16 +152,16 @@ func wantRaw(t *testing.T, got rawResult, status int, reason contract.Reason) {
 	}
 }
 
-type agentOptions = agent.Options
+type agentOptions = testagent.Options
 
-func dialRaw(o agent.Options) (*agent.Conn, error) { return agent.DialRaw(context.Background(), o) }
+func dialRaw(o testagent.Options) (*testagent.Conn, error) { return testagent.DialRaw(context.Background(), o) }
 
 func denyMatches(err error, status int, reason contract.Reason) bool {
-	var de *agent.DialError
+	var de *testagent.DialError
 	return errors.As(err, &de) && de.Status == status && de.Reason == string(reason)
 }
 
 // withToken is the agent options through f with a literal token.
-func (f front) withToken(token string) agent.Options {
-	return agent.Options{URL: f.url, Token: token, TLS: f.tls}
+func (f front) withToken(token string) testagent.Options {
+	return testagent.Options{URL: f.url, Token: token, TLS: f.tls}
 }

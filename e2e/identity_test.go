@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -24,10 +24,10 @@ func (e *env) testIdentity(t *testing.T, f front) {
 		node := peerName(f, "s3-other")
 		_, err := e.cluster.CreateNode(ctx, node)
 		fatalIf(t, err)
-		pod, err := e.cluster.CreatePod(ctx, harness.Namespace, "other-"+node, "wirekube-other", node)
+		pod, err := e.cluster.CreatePod(ctx, stack.Namespace, "other-"+node, "wirekube-other", node)
 		fatalIf(t, err)
 		fatalIf(t, e.cluster.CreatePeer(ctx, node, e.newKey(t).Base64()))
-		tok := e.tokenFor(t, harness.Namespace, "wirekube-other", harness.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
+		tok := e.tokenFor(t, stack.Namespace, "wirekube-other", stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
 		wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
 	})
 	t.Run("agent_name_in_wrong_namespace", func(t *testing.T) {
@@ -37,11 +37,11 @@ func (e *env) testIdentity(t *testing.T, f front) {
 		pod, err := e.cluster.CreatePod(ctx, "wirekube-elsewhere", "agent-"+node, agentSA, node)
 		fatalIf(t, err)
 		fatalIf(t, e.cluster.CreatePeer(ctx, node, e.newKey(t).Base64()))
-		tok := e.tokenFor(t, "wirekube-elsewhere", agentSA, harness.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
+		tok := e.tokenFor(t, "wirekube-elsewhere", agentSA, stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
 		wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
 	})
 	t.Run("unbound_agent_token", func(t *testing.T) {
-		tok := e.tokenFor(t, harness.Namespace, agentSA, harness.TokenOptions{})
+		tok := e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{})
 		wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonTokenNotBound)
 	})
 	t.Run("pod_deleted_then_recreated", func(t *testing.T) { e.testPodGone(t, f) })
@@ -66,9 +66,9 @@ func (e *env) testPodGone(t *testing.T, f front) {
 	id := e.podAgent(t, peerName(f, "s3-podgone"))
 	session(t, f, id).Close() // the TokenReview is now cached by extauthz
 	deleted := time.Now()
-	fatalIf(t, e.cluster.DeletePodNow(ctx, harness.Namespace, id.pod.Name))
+	fatalIf(t, e.cluster.DeletePodNow(ctx, stack.Namespace, id.pod.Name))
 	waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonPodNotFound, deleted)
-	_, err := e.cluster.CreatePod(ctx, harness.Namespace, id.pod.Name, agentSA, id.peer)
+	_, err := e.cluster.CreatePod(ctx, stack.Namespace, id.pod.Name, agentSA, id.peer)
 	fatalIf(t, err)
 	waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonPodUIDMismatch, deleted)
 }
@@ -80,9 +80,9 @@ func (e *env) testSAGone(t *testing.T, f front) {
 	id := e.peerSAIdentity(t, peerName(f, "s3-sagone"), true, "")
 	session(t, f, id).Close()
 	deleted := time.Now()
-	fatalIf(t, e.cluster.DeleteServiceAccount(ctx, harness.Namespace, id.sa.Name))
+	fatalIf(t, e.cluster.DeleteServiceAccount(ctx, stack.Namespace, id.sa.Name))
 	waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonServiceAccountNotFound, deleted)
-	_, err := e.cluster.CreateServiceAccount(ctx, harness.Namespace, id.sa.Name)
+	_, err := e.cluster.CreateServiceAccount(ctx, stack.Namespace, id.sa.Name)
 	fatalIf(t, err)
 	waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonServiceAccountNotFound, deleted)
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/manifests"
 )
 
@@ -23,7 +23,7 @@ func (e *env) testManifests(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range manifests.Dirs() {
 		t.Run(dir, func(t *testing.T) {
-			objs, err := harness.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", dir))
+			objs, err := stack.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", dir))
 			fatalIf(t, err)
 			if len(objs) == 0 {
 				t.Fatalf("%s renders no objects", dir)
@@ -46,13 +46,13 @@ func (e *env) testExtauthzRBAC(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	fatalIf(t, err)
 	ctx := context.Background()
-	for _, ns := range []string{harness.Namespace, "default"} {
+	for _, ns := range []string{stack.Namespace, "default"} {
 		_, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s listing Secrets in %s: %v, want Forbidden", e.extauthzSA, ns, err)
 		}
 	}
-	if _, err := cs.CoreV1().Pods(harness.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-		t.Errorf("%s listing Pods in %s: %v, want allowed", e.extauthzSA, harness.Namespace, err)
+	if _, err := cs.CoreV1().Pods(stack.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("%s listing Pods in %s: %v, want allowed", e.extauthzSA, stack.Namespace, err)
 	}
 }

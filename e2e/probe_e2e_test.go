@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
@@ -51,8 +51,8 @@ func (e *env) testProbe(t *testing.T, f front) {
 	ca := e.frontCAFile(t)
 	good := e.podAgent(t, peerName(f, "probe-ok"))
 	noPeer := e.peerSAIdentity(t, peerName(f, "probe-nopeer"), false, "")
-	wrongAud := e.writeTokenFile(t, "probe-wrong-aud", e.tokenFor(t, harness.Namespace, agentSA,
-		harness.TokenOptions{Audience: "https://kubernetes.default.svc.cluster.local", BoundKind: "Pod",
+	wrongAud := e.writeTokenFile(t, "probe-wrong-aud", e.tokenFor(t, stack.Namespace, agentSA,
+		stack.TokenOptions{Audience: "https://kubernetes.default.svc.cluster.local", BoundKind: "Pod",
 			BoundName: good.pod.Name, BoundUID: string(good.pod.UID)}))
 	garbage := e.writeTokenFile(t, "probe-garbage", e.track("not-a-jwt-"+peerName(f, "probe")))
 	inURL := f.url + "?access_token=" + url.QueryEscape(good.token)
@@ -101,7 +101,7 @@ func (e *env) testProbeSAGone(t *testing.T, f front, ca string) {
 		t.Fatalf("before the deletion: exit %d %+v", code, res)
 	}
 	deleted := time.Now()
-	fatalIf(t, e.cluster.DeleteServiceAccount(context.Background(), harness.Namespace, id.sa.Name))
+	fatalIf(t, e.cluster.DeleteServiceAccount(context.Background(), stack.Namespace, id.sa.Name))
 	var code int
 	var res probe.Result
 	for time.Since(deleted) < apiserverCacheWindow-time.Second {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -20,9 +20,9 @@ func (e *env) testRegister(t *testing.T, f front) {
 	victim := e.podAgent(t, peerName(f, "s4-victim"))
 	victimConn := session(t, f, victim)
 	id := e.podAgent(t, peerName(f, "s4-agent"))
-	raw := func(t *testing.T) *agent.Conn {
+	raw := func(t *testing.T) *testagent.Conn {
 		t.Helper()
-		c, err := agent.DialRaw(context.Background(), f.opts(id))
+		c, err := testagent.DialRaw(context.Background(), f.opts(id))
 		fatalIf(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c

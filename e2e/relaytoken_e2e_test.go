@@ -14,7 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/wirekube/relay-ws/e2e/harness"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/tools/relaytoken"
 )
@@ -68,7 +68,7 @@ func (e *env) testRelayTokenTool(t *testing.T, f front) {
 	fatalIf(t, os.MkdirAll(filepath.Dir(id.tokenFile), 0o700))
 
 	out := e.relayToken(t, "issue", "--peer", peer, "--output", id.tokenFile, "--duration", "1h")
-	if !strings.Contains(out, "ServiceAccount "+harness.Namespace+"/"+peerSAPrefix+peer+" created") {
+	if !strings.Contains(out, "ServiceAccount "+stack.Namespace+"/"+peerSAPrefix+peer+" created") {
 		t.Errorf("first issue:\n%s", out)
 	}
 	tok, err := os.ReadFile(id.tokenFile)
@@ -84,10 +84,10 @@ func (e *env) testRelayTokenTool(t *testing.T, f front) {
 	if !strings.Contains(out, peerSAPrefix+peer+" exists") {
 		t.Errorf("second issue:\n%s", out)
 	}
-	sec, err := e.cluster.Client.CoreV1().Secrets(harness.Namespace).Get(ctx, secretName, metav1.GetOptions{})
+	sec, err := e.cluster.Client.CoreV1().Secrets(stack.Namespace).Get(ctx, secretName, metav1.GetOptions{})
 	fatalIf(t, err)
 	e.track(string(sec.Data[relaytoken.SecretTokenKey]))
-	sas, err := e.cluster.Client.CoreV1().ServiceAccounts(harness.Namespace).List(ctx,
+	sas, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).List(ctx,
 		metav1.ListOptions{LabelSelector: relaytoken.LabelPeer + "=" + peer})
 	fatalIf(t, err)
 	if len(sas.Items) != 1 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/e2e/agent"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -26,7 +26,7 @@ func (e *env) testSessions(t *testing.T, f front) {
 		wantClose(t, old, websocket.CloseInternalServerErr, contract.CloseRelayLost, ioTimeout)
 		alive(t, cur, id.key)
 		t.Run("no_other_identity_takes_the_key", func(t *testing.T) {
-			c, err := agent.DialRaw(context.Background(), f.opts(other))
+			c, err := testagent.DialRaw(context.Background(), f.opts(other))
 			fatalIf(t, err)
 			defer c.Close()
 			fatalIf(t, c.WriteFrame(relayproto.TypeRegister, id.key[:]))
@@ -55,7 +55,7 @@ func (e *env) testSpoofing(t *testing.T, f front) {
 	t.Run("cannot_register_the_spoofed_key", func(t *testing.T) {
 		o := f.opts(id)
 		o.Header = spoof
-		c, err := agent.DialRaw(context.Background(), o)
+		c, err := testagent.DialRaw(context.Background(), o)
 		fatalIf(t, err)
 		defer c.Close()
 		fatalIf(t, c.WriteFrame(relayproto.TypeRegister, victim.key[:]))
@@ -65,12 +65,12 @@ func (e *env) testSpoofing(t *testing.T, f front) {
 	t.Run("own_key_still_bound", func(t *testing.T) {
 		o := f.opts(id)
 		o.Header = spoof
-		c, err := agent.Dial(context.Background(), o, id.key)
+		c, err := testagent.Dial(context.Background(), o, id.key)
 		fatalIf(t, err)
 		defer c.Close()
 		exchange(t, c, victimConn, id.key, victim.key)
 	})
 	t.Run("spoofed_headers_without_token", func(t *testing.T) {
-		wantRefused(t, agent.Options{URL: f.url, TLS: f.tls, Header: spoof}, http.StatusUnauthorized, contract.ReasonTokenMissing)
+		wantRefused(t, testagent.Options{URL: f.url, TLS: f.tls, Header: spoof}, http.StatusUnauthorized, contract.ReasonTokenMissing)
 	})
 }

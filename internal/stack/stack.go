@@ -1,4 +1,4 @@
-package harness
+package stack
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wirekube/relay-ws/e2e/envoystandin"
+	"github.com/wirekube/relay-ws/internal/envoystandin"
 )
 
 // EnvBinDir points at prebuilt repository binaries (`make build` puts them in

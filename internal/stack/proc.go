@@ -1,8 +1,8 @@
-// Package harness starts and stops the processes of the end-to-end suite: a
+// Package stack starts and stops the processes of the end-to-end suite: a
 // real etcd and kube-apiserver, the repository's binaries, nginx and the
 // Envoy stand-in. It takes an io.Writer for progress instead of a
 // *testing.T so that `make demo` can reuse it; the e2e tests wrap it.
-package harness
+package stack
 
 import (
 	"context"
