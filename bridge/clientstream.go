@@ -56,8 +56,10 @@ type frameFilter struct {
 // of bytes consumed; the rest of p is an incomplete frame to complete with
 // more input. On a violation the whole frames before it are still passed
 // on (so the result does not depend on how the stream was split into
-// messages) and the error is a *closeError. A header is judged as soon as its 5 bytes are there, before
-// the body arrives, so an oversized or forbidden frame is refused at once.
+// messages) and the error is a *closeError. A header is judged as soon as its
+// 5 bytes are there, before the body arrives, so an oversized or forbidden
+// frame is refused at once; a length of 0 or over the maximum already at
+// its 4th byte.
 func (f *frameFilter) scan(p []byte, forward func([]byte) error) (int, error) {
 	off, pending := 0, 0 // pending: start of the run not yet forwarded
 	for len(p)-off >= relayproto.HeaderSize {
@@ -89,7 +91,24 @@ func (f *frameFilter) scan(p []byte, forward func([]byte) error) (int, error) {
 		}
 		off += size
 	}
+	if rest := len(p) - off; rest >= lengthPrefixSize && rest < relayproto.HeaderSize {
+		if err := checkLengthPrefix(p[off : off+lengthPrefixSize]); err != nil {
+			return off, firstErr(flush(p[pending:off], forward), headerClose(err))
+		}
+	}
 	return off, flush(p[pending:off], forward)
+}
+
+// lengthPrefixSize is the frame's length field: a length of 0 or over the
+// maximum is refused as soon as these 4 bytes are there, without waiting
+// for the type byte.
+const lengthPrefixSize = 4
+
+func checkLengthPrefix(p []byte) error {
+	var hdr [relayproto.HeaderSize]byte
+	copy(hdr[:], p[:lengthPrefixSize])
+	_, _, err := relayproto.ParseHeader(hdr)
+	return err
 }
 
 // firstErr prefers a forwarding failure: the relay is gone either way.

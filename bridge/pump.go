@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"time"
@@ -153,13 +152,11 @@ func (s *session) onControl(op byte, payload []byte) error {
 		if s.ended() {
 			return errClientClose
 		}
-		code := websocket.CloseNormalClosure
-		if len(payload) >= 2 {
-			code = int(binary.BigEndian.Uint16(payload))
+		code, err := parseClientClose(payload)
+		if err != nil {
+			return err // answered with 1002 websocket_protocol_error
 		}
-		if len(payload) == 0 {
-			code = websocket.CloseNoStatusReceived // formats as an empty close
-		}
+		// 1005 formats as an empty close.
 		_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline)
 		return errClientClose
 	}

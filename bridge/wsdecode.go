@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // WebSocket opcodes (RFC 6455 section 5.2).
@@ -179,5 +180,45 @@ func (d *wsDecoder) unmask(dst, src []byte) {
 func maskInPlace(b []byte, mask [4]byte) {
 	for i := range b {
 		b[i] ^= mask[i&3]
+	}
+}
+
+// parseClientClose checks a client's close frame payload (RFC 6455 section
+// 5.5.1 and 7.4) and returns the status code to echo. An empty payload has
+// no code (1005, echoed as an empty close). A 1-byte payload, a code no
+// endpoint may send and a reason that is not UTF-8 are protocol errors
+// (close 1002).
+func parseClientClose(payload []byte) (int, error) {
+	switch len(payload) {
+	case 0:
+		return closeNoStatus, nil
+	case 1:
+		return 0, fmt.Errorf("%w: 1-byte close payload", errWSProtocol)
+	}
+	code := int(binary.BigEndian.Uint16(payload))
+	if !validCloseCode(code) {
+		return 0, fmt.Errorf("%w: close code %d", errWSProtocol, code)
+	}
+	if !utf8.Valid(payload[2:]) {
+		return 0, fmt.Errorf("%w: close reason is not UTF-8", errWSProtocol)
+	}
+	return code, nil
+}
+
+// closeNoStatus (1005) is the code for a close frame without one; it is
+// never sent on the wire.
+const closeNoStatus = 1005
+
+// validCloseCode reports whether a peer may send code in a close frame:
+// the defined codes 1000-1003 and 1007-1011, the IANA-registered 1012-1014,
+// and the application range 3000-4999. 1004-1006 and 1015 are reserved or
+// local-only; everything else below 3000 is reserved, 5000 and above are
+// not codes at all.
+func validCloseCode(code int) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	default:
+		return code >= 3000 && code <= 4999
 	}
 }

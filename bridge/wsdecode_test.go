@@ -155,6 +155,11 @@ func TestWSDecoder(t *testing.T) {
 func FuzzWSDecode(f *testing.F) {
 	f.Add([]byte("hello world"), uint8(3), uint8(5), []byte{0x82, 0x80, 1, 2, 3, 4})
 	f.Add(bytes.Repeat([]byte{7}, 300), uint8(100), uint8(1), wsFrame(true, opText, []byte("x"), testMask))
+	// Client close frames: valid, 1-byte, invalid code, reason not UTF-8.
+	f.Add([]byte("x"), uint8(0), uint8(2), wsFrame(true, opClose, []byte{0x03, 0xe8, 'o', 'k'}, testMask))
+	f.Add([]byte("x"), uint8(1), uint8(0), wsFrame(true, opClose, []byte{0x03}, testMask))
+	f.Add([]byte("x"), uint8(2), uint8(1), wsFrame(true, opClose, []byte{0x13, 0x88}, testMask))
+	f.Add([]byte("x"), uint8(4), uint8(9), wsFrame(true, opClose, []byte{0x03, 0xe8, 0xff}, testMask))
 	f.Fuzz(func(t *testing.T, payload []byte, frag, chunk uint8, arbitrary []byte) {
 		var in []byte
 		fragSize := int(frag) + 1
