@@ -2,7 +2,7 @@
 //
 // A proxy in front of it (Envoy or nginx) terminates TLS and asks ext_authz
 // whether the upgrade may proceed; on allow, the proxy forwards the upgrade
-// with the identity headers of SPEC section 5. The bridge checks the request
+// with the identity headers of docs/spec.md#identity-headers. The bridge checks the request
 // (method, body, origin, subprotocol, identity headers), dials the raw TCP
 // relay, upgrades, verifies that the first relay frame registers exactly the
 // public key the proxy vouched for, and then copies relay frames both ways:

@@ -26,7 +26,7 @@ type peerIdentity struct {
 // maxHeaderValue bounds each identity value; real ones are far shorter.
 const maxHeaderValue = 512
 
-// parseIdentity reads exactly the SPEC section 5 headers. Each must appear
+// parseIdentity reads exactly the headers of docs/spec.md#identity-headers. Each must appear
 // exactly once (a repeated header could be a client copy the proxy failed
 // to strip) and be well formed. Any failure is a deny: fail closed.
 func parseIdentity(h http.Header) (peerIdentity, error) {

@@ -14,7 +14,7 @@ import (
 )
 
 // revocationWindow is how long kube-apiserver itself keeps accepting a token
-// whose Pod is gone (SPEC section 3, about 10 s). The gateway must deny
+// whose Pod is gone (about 10 s, docs/spec.md#apiserver-cache). The gateway must deny
 // well inside it; the demo gives its informer until a second before.
 const revocationWindow = 9 * time.Second
 

@@ -77,7 +77,7 @@ func outcomeOf(err error) Outcome {
 }
 
 // Attack is one attempt the demo makes against the gateway and the answer
-// the contract (SPEC section 5) requires.
+// the contract (docs/spec.md#deny-reasons) requires.
 type Attack struct {
 	Name string
 	What string // one line for the docs and the report

@@ -105,7 +105,7 @@ func TestReportText(t *testing.T) {
 	}
 }
 
-// TestAttackTable pins the expectations to the contract (SPEC section 5):
+// TestAttackTable pins the expectations to the contract (docs/spec.md#deny-reasons):
 // every refusal carries the status its reason maps to, the key mismatch is
 // a 1008 close, and each attack appears once, in the documented order.
 func TestAttackTable(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // apiserverCacheWindow is how long kube-apiserver keeps accepting a token
-// whose bound object is gone (SPEC section 3): revocation must beat it.
+// whose bound object is gone (docs/spec.md#apiserver-cache): revocation must beat it.
 const apiserverCacheWindow = 10 * time.Second
 
 // testIdentity: scenario 3, every identity rule with its own objects.

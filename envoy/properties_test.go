@@ -265,7 +265,7 @@ func routeProperties() []property {
 			return errors.Join(errs...)
 		}, func(v *view) { v.route("relay").RequestHeadersToRemove = nil }},
 		{"identity_headers_not_removed_by_route", func(v *view) error {
-			// SPEC 4: a route's removal runs after ext_authz and would drop its answer.
+			// docs/spec.md#envoy: a route's removal runs after ext_authz and would drop its answer.
 			var errs []error
 			for _, r := range v.routes {
 				for _, h := range r.GetRequestHeadersToRemove() {

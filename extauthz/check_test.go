@@ -230,7 +230,7 @@ func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer, expires strin
 	}
 	got := map[string]string{}
 	for _, h := range ok.GetHeaders() {
-		//lint:ignore SA1019 the deprecated field is what SPEC 4 requires to be set.
+		//lint:ignore SA1019 the deprecated field is what docs/spec.md#envoy requires to be set.
 		if h.GetAppend() == nil || h.GetAppend().GetValue() {
 			t.Errorf("header %s: append must be explicitly false", h.GetHeader().GetKey())
 		}

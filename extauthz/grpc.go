@@ -115,7 +115,7 @@ func checkResponse(d Decision) *authv3.CheckResponse {
 		for _, h := range d.Headers {
 			headers = append(headers, &corev3.HeaderValueOption{
 				Header: &corev3.HeaderValue{Key: h.Name, Value: h.Value},
-				//lint:ignore SA1019 SPEC 4: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
+				//lint:ignore SA1019 docs/spec.md#envoy: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
 				Append:       wrapperspb.Bool(false),
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			})
@@ -151,7 +151,7 @@ func checkResponse(d Decision) *authv3.CheckResponse {
 func denyHeader(k, v string) *corev3.HeaderValueOption {
 	return &corev3.HeaderValueOption{
 		Header: &corev3.HeaderValue{Key: k, Value: v},
-		//lint:ignore SA1019 SPEC 4: explicit append=false, see checkResponse.
+		//lint:ignore SA1019 docs/spec.md#envoy: explicit append=false, see checkResponse.
 		Append:       wrapperspb.Bool(false),
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	}

@@ -1,7 +1,8 @@
 // Package contract holds the names this project shares with its users and
 // with the proxies in front of it: header names, the WebSocket subprotocol,
-// and the stable deny reason codes (SPEC section 5). Changing a value here
-// changes the external contract: update the README and every caller with it.
+// and the stable deny reason codes (docs/spec.md#deny-reasons,
+// #close-reasons, #results). Changing a value here
+// changes the external contract: update docs/spec.md, the README and every caller with it.
 package contract
 
 import (

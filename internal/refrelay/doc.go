@@ -1,5 +1,5 @@
 // Package refrelay is a TEST FIXTURE: a small reference implementation of the
-// raw WireKube relay (v0.0.17, SPEC section 1) that the unit tests, the
+// raw WireKube relay (v0.0.17, docs/spec.md#raw-relay) that the unit tests, the
 // benchmark baseline and the local demo talk to. It is not the production
 // relay, it is never built into an image, and it has no authentication at
 // all (any client may register any key, exactly like the raw relay).

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Defaults of the real relay (SPEC section 1).
+// Defaults of the real relay (docs/spec.md#raw-relay).
 const (
 	DefaultQueueDepth        = 256
 	DefaultWriteStallTimeout = 2 * time.Second

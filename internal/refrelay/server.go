@@ -186,7 +186,7 @@ func (s *Server) handleConn(conn net.Conn) {
 }
 
 // isControlFirst reports the types that open a one-shot control session on
-// the real relay. ForwarderStats (0x12) is not one of them (SPEC section 1).
+// the real relay. ForwarderStats (0x12) is not one of them (docs/spec.md#raw-relay).
 func isControlFirst(t relayproto.FrameType) bool {
 	switch t {
 	case relayproto.TypeForwarderRegister, relayproto.TypeForwarderUnregister, relayproto.TypeIngressProbe:

@@ -1,5 +1,5 @@
 // Package testagent is a WireKube agent for tests, the probe tool and the demo:
-// it speaks to the gateway exactly as the real agent does (SPEC section 2) —
+// it speaks to the gateway exactly as the real agent does (docs/spec.md#agent) —
 // subprotocol wirekube.relay.v1, `Authorization: Bearer` read from a token
 // file at every dial, Register first, Keepalive every 25 s, one binary
 // message per frame, a frame over 65,499 bytes split in two messages — and

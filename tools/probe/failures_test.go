@@ -75,7 +75,7 @@ func TestEveryContractReasonHasAFix(t *testing.T) {
 	}
 }
 
-// closeCodes are the WebSocket close codes the bridge uses (SPEC section 5).
+// closeCodes are the WebSocket close codes the bridge uses (docs/spec.md#close-reasons).
 var closeCodes = map[contract.Reason]int{
 	contract.CloseFrameTooLarge: 1009,
 	contract.CloseTextMessage:   1003,

@@ -81,7 +81,7 @@ func fixForStatus(status int) string {
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		return "the proxy could not reach ext_authz or the bridge: check those services and the proxy's upstream config"
 	case http.StatusInternalServerError:
-		return "the proxy answered 500: with nginx auth_request, map the auth service's status back (SPEC 4b)"
+		return "the proxy answered 500: with nginx auth_request, map the auth service's status back (docs/spec.md#nginx)"
 	default:
 		return "the endpoint did not upgrade to WebSocket: check --url points at the relay gateway"
 	}
