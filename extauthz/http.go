@@ -26,11 +26,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeDecision(w, d)
 }
 
-// requestFromHTTP normalizes an auth subrequest. Upgrade is required on the
-// relay path unless the proxy uses the X-Forwarded-Method/-Uri convention
-// (Traefik ForwardAuth and Caddy forward_auth drop hop-by-hop headers from
-// the auth request); Connection is checked only when present (nginx may send
-// its own). The bridge checks the upgrade again in every case.
+// requestFromHTTP normalizes an auth subrequest. Upgrade and Connection are
+// read only where the proxy forwards the client's (forwardsHopByHop); behind
+// a proxy that strips them an Upgrade header is checked only when present and
+// Connection is ignored. The bridge checks the upgrade in every case.
 // The original method and
 // target come from the proxy's headers when present, else from the request
 // itself (Envoy http_service appends the original path). Conflicting or
@@ -43,10 +42,11 @@ func requestFromHTTP(r *http.Request) Request {
 		Authorization: r.Header.Values("Authorization"),
 		Origin:        r.Header.Values("Origin"),
 		Upgrade:       r.Header.Values("Upgrade"),
-		Connection:    r.Header.Values("Connection"),
 		HasBody:       r.ContentLength > 0 || len(r.TransferEncoding) > 0,
 	}
-	req.UpgradeKnown = len(r.Header.Values("X-Forwarded-Method")) == 0 && len(r.Header.Values("X-Forwarded-Uri")) == 0
+	if req.UpgradeKnown = forwardsHopByHop(r.Header); req.UpgradeKnown {
+		req.Connection = r.Header.Values("Connection")
+	}
 	var ok bool
 	req.Method, ok = originalMethod(r)
 	if !ok {
