@@ -8,9 +8,10 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 // upgradeRequest is a valid upgrade as the proxy forwards it.
@@ -71,7 +72,7 @@ func TestDeniedBeforeUpgrade(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions("127.0.0.1:1")
 			o.AllowedOrigins = []string{"https://ok.example"}
-			logs := &syncBuffer{}
+			logs := &testutil.SyncBuffer{}
 			reg := prometheus.NewRegistry()
 			srv := mustNew(t, o, logs, reg)
 			r := upgradeRequest()
@@ -83,7 +84,7 @@ func TestDeniedBeforeUpgrade(t *testing.T) {
 				t.Fatalf("got %d %q, want %d %q", w.Code, w.Header().Get(contract.HeaderDenyReason),
 					tt.reason.HTTPStatus(), tt.reason)
 			}
-			if got := testutil.ToFloat64(srv.metrics.rejects.WithLabelValues(string(tt.reason))); got != 1 {
+			if got := promtest.ToFloat64(srv.metrics.rejects.WithLabelValues(string(tt.reason))); got != 1 {
 				t.Errorf("rejects_total{reason=%q} = %v, want 1", tt.reason, got)
 			}
 			wantLevel := `"level":"INFO"`
@@ -101,7 +102,7 @@ func TestDeniedBeforeUpgrade(t *testing.T) {
 }
 
 func TestMethodNotAllowedSaysAllow(t *testing.T) {
-	srv := mustNew(t, testOptions("127.0.0.1:1"), &syncBuffer{}, prometheus.NewRegistry())
+	srv := mustNew(t, testOptions("127.0.0.1:1"), &testutil.SyncBuffer{}, prometheus.NewRegistry())
 	r := upgradeRequest()
 	r.Method = http.MethodPut
 	w := httptest.NewRecorder()
@@ -143,7 +144,7 @@ func TestUpgradeSelectsSubprotocolAndAllowedOrigin(t *testing.T) {
 	}
 }
 
-func mustNew(t *testing.T, o Options, logs *syncBuffer, reg *prometheus.Registry) *Server {
+func mustNew(t *testing.T, o Options, logs *testutil.SyncBuffer, reg *prometheus.Registry) *Server {
 	t.Helper()
 	srv, err := New(o, newTestLogger(logs), reg)
 	if err != nil {

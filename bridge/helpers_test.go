@@ -21,30 +21,13 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func newTestLogger(w *syncBuffer) *slog.Logger {
+func newTestLogger(w *testutil.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -52,7 +35,7 @@ func newTestLogger(w *syncBuffer) *slog.Logger {
 type harness struct {
 	srv   *Server
 	reg   *prometheus.Registry
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 	url   string // ws://127.0.0.1:port/relay
 	base  string // http://127.0.0.1:port
 	relay *refrelay.Server
@@ -82,7 +65,7 @@ func testOptions(relayAddr string) Options {
 // RelayAddr itself) and a bridge in front of it.
 func startBridge(t *testing.T, mod func(*Options)) *harness {
 	t.Helper()
-	h := &harness{reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h := &harness{reg: prometheus.NewRegistry(), logs: &testutil.SyncBuffer{}}
 	relay, addr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	h.relay = relay

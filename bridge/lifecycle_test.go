@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func getStatus(t *testing.T, url string) int {
@@ -61,7 +62,7 @@ func TestDrain(t *testing.T) {
 	start := time.Now()
 	stopped := make(chan struct{})
 	go func() { h.stop(); close(stopped) }()
-	waitFor(t, "/readyz failing", func() bool { return getStatus(t, h.base+"/readyz") == http.StatusServiceUnavailable })
+	testutil.Eventually(t, "/readyz failing", func() bool { return getStatus(t, h.base+"/readyz") == http.StatusServiceUnavailable })
 	expectDeny(t, h.url, contract.ReasonDraining)
 	var first, last time.Time
 	for i := range 3 {

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -99,7 +100,7 @@ func TestLingerIsBounded(t *testing.T) {
 			break // the bridge closed after lingerLimit bytes
 		}
 	}
-	waitFor(t, "session ended", func() bool {
+	testutil.Eventually(t, "session ended", func() bool {
 		h.srv.mu.Lock()
 		defer h.srv.mu.Unlock()
 		return len(h.srv.sessions) == 0

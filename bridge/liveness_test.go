@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -67,14 +68,16 @@ func TestRelayToClientWholeFrames(t *testing.T) {
 	}
 
 	// A frame split across relay writes arrives whole, and alone: it does
-	// not wait for the next frame.
+	// not wait for the next frame. A net.Pipe write returns only once the
+	// bridge has read all of it, and no read spans two writes, so the bridge
+	// sees three separate pieces.
 	frame := dataFrame(src, 500, 1400)
 	go func() {
-		_, _ = relayEnd.Write(frame[:3])
-		time.Sleep(20 * time.Millisecond)
-		_, _ = relayEnd.Write(frame[3:700])
-		time.Sleep(20 * time.Millisecond)
-		_, _ = relayEnd.Write(frame[700:])
+		for _, piece := range [][]byte{frame[:3], frame[3:700], frame[700:]} {
+			if _, err := relayEnd.Write(piece); err != nil {
+				return
+			}
+		}
 	}()
 	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, msg, err := ws.ReadMessage()
@@ -119,7 +122,7 @@ func TestClientClosingClosesRelay(t *testing.T) {
 				t.Fatalf("relay end read: %v, want EOF", err)
 			}
 			h.stop()
-			if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.result))); n != 1 {
+			if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.result))); n != 1 {
 				t.Errorf("sessions_total{result=%q} = %v", tt.result, n)
 			}
 		})
@@ -149,21 +152,32 @@ func TestPingsAndSilentClient(t *testing.T) {
 		t.Errorf("client saw %d pings, want at least 2", len(pings))
 	}
 	h.stop()
-	if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ClosePingTimeout))); n != 1 {
+	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ClosePingTimeout))); n != 1 {
 		t.Errorf("sessions_total{result=ping_timeout} = %v", n)
 	}
 }
 
 func TestAnsweringClientStaysOpen(t *testing.T) {
 	_, ws, relayEnd := pipeSession(t, func(o *Options) { o.PingInterval = 30 * time.Millisecond })
+	pings := make(chan struct{}, 100)
+	ws.SetPingHandler(func(data string) error {
+		pings <- struct{}{}
+		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
 	go func() {
-		for { // ReadMessage answers pings with pongs
+		for { // ReadMessage runs the ping handler
 			if _, _, err := ws.ReadMessage(); err != nil {
 				return
 			}
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // ten ping intervals
+	for range 10 { // ten answered pings: over three times the silence limit
+		select {
+		case <-pings:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the bridge stopped pinging an answering client")
+		}
+	}
 	go func() { _, _ = relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)) }()
 	_ = relayEnd.SetWriteDeadline(time.Now().Add(time.Second))
 	if _, err := relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)); err != nil {
@@ -191,7 +205,7 @@ func TestStuckClientClosesOnlyItsSession(t *testing.T) {
 		t.Fatal("stuck client never cut")
 	}
 	h.stop()
-	if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(resultClientStuck))); n != 1 {
+	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(resultClientStuck))); n != 1 {
 		t.Errorf("sessions_total{result=client_write_failed} = %v", n)
 	}
 }
@@ -237,9 +251,9 @@ func closedAddr(t *testing.T) string {
 // the goroutines they started (bridge and relay side) are all gone.
 func TestNoGoroutineOutlivesItsSession(t *testing.T) {
 	h := startBridge(t, func(o *Options) { o.RegisterTimeout = 100 * time.Millisecond })
-	noSessions := func() bool { return testutil.ToFloat64(h.srv.metrics.sessionsActive) == 0 }
+	noSessions := func() bool { return promtest.ToFloat64(h.srv.metrics.sessionsActive) == 0 }
 	h.register(t, testKey(9)).Close() // the bridge and relay are serving now
-	waitFor(t, "warm-up session ended", noSessions)
+	testutil.Eventually(t, "warm-up session ended", noSessions)
 	before := goleak.IgnoreCurrent()
 	k := testKey(1)
 
@@ -253,6 +267,6 @@ func TestNoGoroutineOutlivesItsSession(t *testing.T) {
 	gone := h.register(t, testKey(2))
 	gone.Close()
 
-	waitFor(t, "sessions ended", noSessions)
+	testutil.Eventually(t, "sessions ended", noSessions)
 	goleak.VerifyNone(t, before)
 }

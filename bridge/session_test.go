@@ -2,15 +2,15 @@ package bridge
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -71,7 +71,7 @@ func TestRegisterRules(t *testing.T) {
 				t.Fatalf("relay received %d bytes: %x", len(b), b)
 			}
 			h.stop()
-			if n := testutil.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.reason))); n != 1 {
+			if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(tt.reason))); n != 1 {
 				t.Errorf("sessions_total{result=%q} = %v, want 1", tt.reason, n)
 			}
 		})
@@ -180,7 +180,7 @@ func TestFrameRulesAfterRegister(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectClose(t, ws, tt.code, tt.reason)
-			waitFor(t, "relay session closed", func() bool { return h.relay.Stats().ActiveSessions == 0 })
+			testutil.Eventually(t, "relay session closed", func() bool { return h.relay.Stats().ActiveSessions == 0 })
 			if after := h.relay.Stats(); after.Unknown != before.Unknown || after.ControlRefused != 0 {
 				t.Errorf("relay saw the frame: unknown %d -> %d", before.Unknown, after.Unknown)
 			}
@@ -210,7 +210,7 @@ func TestUnknownTypeDroppedAndCounted(t *testing.T) {
 	send(t, ws, msg)
 	expectData(t, fs, k, 1, 100)
 	echo(t, ws, fs, k, 2)
-	if n := testutil.ToFloat64(h.srv.metrics.dropped.WithLabelValues(dropUnknownType)); n != 2 {
+	if n := promtest.ToFloat64(h.srv.metrics.dropped.WithLabelValues(dropUnknownType)); n != 2 {
 		t.Fatalf("dropped_frames_total{reason=unknown_type} = %v, want 2", n)
 	}
 	if st := h.relay.Stats(); st.Unknown != 0 {
@@ -234,7 +234,7 @@ func TestAllowedTypesForwarded(t *testing.T) {
 	if f.Type != relayproto.TypeBimodalHint || !bytes.Equal(f.Body, k[:]) {
 		t.Fatalf("got %#v %x, want the bimodal hint back", f.Type, f.Body)
 	}
-	waitFor(t, "relay ignored 4 frames", func() bool { return h.relay.Stats().Ignored == 4 })
+	testutil.Eventually(t, "relay ignored 4 frames", func() bool { return h.relay.Stats().Ignored == 4 })
 }
 
 // TestTwoSessionsExchange: every payload intact and in order, both ways.
@@ -266,19 +266,6 @@ func TestTwoSessionsExchange(t *testing.T) {
 	for range 2 {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
-		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

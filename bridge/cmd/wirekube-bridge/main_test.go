@@ -9,31 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
-
-// lockedBuffer is written by exec's copier and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // childEnv makes the test binary run main() itself (for the SIGTERM test).
 const childEnv = "WIREKUBE_BRIDGE_TEST_MAIN"
@@ -53,20 +36,21 @@ func TestSIGTERMDrainsAndExits(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "b.sock")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=--listen=unix:"+sock+" --metrics-listen= --drain-timeout=2s --log-format=text")
-	stderr := &lockedBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stderr.String(), "bridge serving") {
-		if time.Now().After(deadline) {
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil { // the test failed before the child exited
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("child never served: %s", stderr.String())
+			t.Logf("child stderr: %s", stderr)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	testutil.Eventually(t, "the child's serving log line", func() bool {
+		return strings.Contains(stderr.String(), "bridge serving")
+	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -122,21 +106,17 @@ func TestRunServesUnixSocketAndStopsOnCancel(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, "/healthz on the unix socket", func() bool {
 		resp, err := client.Get("http://bridge/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("/healthz = %d", resp.StatusCode)
-			}
-			break
+		if err != nil {
+			return false // not listening yet
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never served: %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz = %d", resp.StatusCode)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true
+	})
 	client.CloseIdleConnections()
 	cancel()
 	select {
