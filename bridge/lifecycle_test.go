@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -127,73 +128,63 @@ func TestHealthzReadyzAndMetricsEndpoints(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for the readiness cache.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// TestReadinessProbesAtMostOncePerSecond, whatever the probe rate.
+// TestReadinessProbesAtMostOncePerSecond, whatever the probe rate. It runs
+// in a synctest bubble: time.Sleep moves the bubble's clock, and the 50
+// callers of each round all reach the probe before time moves on.
 func TestReadinessProbesAtMostOncePerSecond(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		t.Run(map[bool]string{false: "relay up", true: "relay down"}[fail], func(t *testing.T) {
-			clock := &fakeClock{now: time.Unix(1000, 0)}
-			var dials atomic.Int32
-			r := &readiness{now: clock.Now, fresh: 5 * time.Second, probeInterval: time.Second,
-				probe: func(context.Context) error {
-					dials.Add(1)
-					time.Sleep(10 * time.Millisecond) // concurrent callers pile up
-					if fail {
-						return errors.New("refused")
-					}
-					return nil
-				}}
-			hammer := func() {
-				var wg sync.WaitGroup
-				for range 50 {
-					wg.Go(func() {
-						if err := r.check(context.Background()); (err != nil) != fail {
-							t.Errorf("check = %v, want failure %v", err, fail)
-						}
-					})
-				}
-				wg.Wait()
-			}
-			wantDials := []int32{1, 1, 2, 2, 3}
-			steps := []time.Duration{0, 900 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 5 * time.Second}
-			if !fail { // a success stays fresh for 5 s
-				wantDials = []int32{1, 1, 1, 1, 2}
-			}
-			for i, step := range steps {
-				clock.Advance(step)
-				hammer()
-				if got := dials.Load(); got != wantDials[i] {
-					t.Fatalf("after step %d: %d dials, want %d", i, got, wantDials[i])
-				}
-			}
+			synctest.Test(t, func(t *testing.T) { testReadinessRate(t, fail) })
 		})
 	}
 }
 
-func TestSessionDialCountsAsReady(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
-	r := &readiness{now: clock.Now, fresh: 5 * time.Second, probeInterval: time.Second,
-		probe: func(context.Context) error { t.Error("probe dialed despite a fresh session dial"); return nil }}
-	r.markOK()
-	clock.Advance(4 * time.Second)
-	if err := r.check(context.Background()); err != nil {
-		t.Fatal(err)
+func testReadinessRate(t *testing.T, fail bool) {
+	var dials atomic.Int32
+	r := &readiness{now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
+		probe: func(context.Context) error {
+			dials.Add(1)
+			time.Sleep(10 * time.Millisecond) // concurrent callers pile up
+			if fail {
+				return errors.New("refused")
+			}
+			return nil
+		}}
+	hammer := func() {
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if err := r.check(context.Background()); (err != nil) != fail {
+					t.Errorf("check = %v, want failure %v", err, fail)
+				}
+			})
+		}
+		wg.Wait()
 	}
+	// Each probe takes 10 ms of the bubble's time, so the steps below land
+	// 0.91 s, 1.11 s, 0.51 s and 5.01 s after the previous probe started.
+	wantDials := []int32{1, 1, 2, 2, 3}
+	steps := []time.Duration{0, 900 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 5 * time.Second}
+	if !fail { // a success stays fresh for 5 s
+		wantDials = []int32{1, 1, 1, 1, 2}
+	}
+	for i, step := range steps {
+		time.Sleep(step)
+		hammer()
+		if got := dials.Load(); got != wantDials[i] {
+			t.Fatalf("after step %d: %d dials, want %d", i, got, wantDials[i])
+		}
+	}
+}
+
+func TestSessionDialCountsAsReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &readiness{now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
+			probe: func(context.Context) error { t.Error("probe dialed despite a fresh session dial"); return nil }}
+		r.markOK()
+		time.Sleep(4 * time.Second)
+		if err := r.check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
