@@ -132,7 +132,7 @@ func (s *Server) dialRelay(ctx context.Context) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.WriteTimeout, 5*time.Second))
 	defer cancel()
 	start := time.Now()
-	c, err := s.cfg.dial(ctx, "tcp", s.cfg.RelayAddr)
+	c, err := s.relay.dial(ctx)
 	s.metrics.observeDial(time.Since(start), err)
 	if err != nil {
 		return nil, fmt.Errorf("dial relay: %w", err)

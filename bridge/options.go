@@ -24,8 +24,14 @@ type Options struct {
 	// MetricsListen serves /healthz, /readyz and /metrics. Empty disables
 	// it. Default :9102.
 	MetricsListen string
-	// RelayAddr is the raw TCP relay (host:port). Default 127.0.0.1:3478.
+	// RelayAddr is the raw TCP relay (host:port). A name resolving to
+	// several addresses (a headless Service) is dialled in the order
+	// documented on relayDialer (relaydial.go). Default DefaultRelayAddr,
+	// the WireKube chart's headless wirekube-relay-control Service.
 	RelayAddr string
+	// RelayDialTimeout bounds the connection attempt to one relay address;
+	// the next address is tried after it. Default 1s.
+	RelayDialTimeout time.Duration
 	// Path is the WebSocket endpoint. Default /relay.
 	Path string
 	// RegisterTimeout bounds the time from the upgrade to a verified
@@ -53,21 +59,25 @@ type Options struct {
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
 	DialRelay func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ResolveRelay resolves the host of RelayAddr to addresses. Nil uses
+	// net.DefaultResolver.LookupHost. Tests and embedders may replace it.
+	ResolveRelay func(ctx context.Context, host string) ([]string, error)
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		Listen:          "127.0.0.1:8081",
-		MetricsListen:   ":9102",
-		RelayAddr:       "127.0.0.1:3478",
-		Path:            contract.DefaultRelayPath,
-		RegisterTimeout: 10 * time.Second,
-		PingInterval:    20 * time.Second,
-		WriteTimeout:    10 * time.Second,
-		MaxSessions:     20000,
-		DrainTimeout:    30 * time.Second,
-		LogFormat:       "json",
+		Listen:           "127.0.0.1:8081",
+		MetricsListen:    ":9102",
+		RelayAddr:        DefaultRelayAddr,
+		RelayDialTimeout: time.Second,
+		Path:             contract.DefaultRelayPath,
+		RegisterTimeout:  10 * time.Second,
+		PingInterval:     20 * time.Second,
+		WriteTimeout:     10 * time.Second,
+		MaxSessions:      20000,
+		DrainTimeout:     30 * time.Second,
+		LogFormat:        "json",
 	}
 }
 
@@ -76,7 +86,8 @@ func DefaultOptions() Options {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "main listener, host:port or unix:/path (serves the relay path, /healthz, /readyz)")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "listener for /healthz, /readyz and /metrics; empty disables it")
-	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port")
+	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port; a name with several addresses (headless Service) is dialled in rotation, failing over")
+	fs.DurationVar(&o.RelayDialTimeout, "relay-dial-timeout", o.RelayDialTimeout, "time allowed to connect to one relay address before the next is tried")
 	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
 	fs.DurationVar(&o.RegisterTimeout, "register-timeout", o.RegisterTimeout, "time allowed from the upgrade to a verified Register frame")
 	fs.Var(cli.NewStringList(&o.AllowedOrigins), "allowed-origins", "Origin values accepted, comma-separated or repeated (default empty: any Origin header is refused)")
@@ -105,6 +116,7 @@ func (o *Options) Validate() error {
 	}{
 		{"register-timeout", o.RegisterTimeout}, {"ping-interval", o.PingInterval},
 		{"write-timeout", o.WriteTimeout}, {"drain-timeout", o.DrainTimeout},
+		{"relay-dial-timeout", o.RelayDialTimeout},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s: must be positive, got %s", d.flag, d.v))

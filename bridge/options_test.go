@@ -12,8 +12,9 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	o.BindFlags(fs)
 	want := map[string]string{
-		"listen": "127.0.0.1:8081", "metrics-listen": ":9102", "relay-addr": "127.0.0.1:3478", "path": "/relay",
-		"register-timeout": "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
+		"listen": "127.0.0.1:8081", "metrics-listen": ":9102", "relay-addr": DefaultRelayAddr, "path": "/relay",
+		"relay-dial-timeout": "1s",
+		"register-timeout":   "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
 		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
@@ -49,6 +50,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--ping-interval", func(o *Options) { o.PingInterval = -time.Second }},
 		{"--write-timeout", func(o *Options) { o.WriteTimeout = 0 }},
 		{"--drain-timeout", func(o *Options) { o.DrainTimeout = 0 }},
+		{"--relay-dial-timeout", func(o *Options) { o.RelayDialTimeout = 0 }},
 		{"--max-sessions", func(o *Options) { o.MaxSessions = 0 }},
 		{"--allowed-origins", func(o *Options) { o.AllowedOrigins = []string{"example.com"} }},
 		{"--log-format", func(o *Options) { o.LogFormat = "xml" }},

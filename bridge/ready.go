@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -20,6 +21,10 @@ type readiness struct {
 	now           func() time.Time
 	fresh         time.Duration // a success younger than this is ready
 	probeInterval time.Duration
+	// probeTimeout bounds one probe; zero means 1s. It exceeds one relay
+	// address attempt, so a probe whose first address hangs still reaches
+	// the next one (and the dialer then orders the hanging one last).
+	probeTimeout time.Duration
 
 	group singleflight.Group
 	mu    sync.Mutex
@@ -45,7 +50,7 @@ func (r *readiness) check(ctx context.Context) error {
 			return err, nil
 		}
 		start := r.now()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(r.probeTimeout, time.Second))
 		defer cancel()
 		err := r.probe(ctx)
 		r.mu.Lock()

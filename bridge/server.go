@@ -27,6 +27,7 @@ type Server struct {
 	upgrader   websocket.Upgrader
 	bufs       *bufPool
 	ready      *readiness
+	relay      *relayDialer  // every dial to the raw relay goes through it
 	closeGrace time.Duration // time a client gets to answer our close frame
 
 	mu       sync.Mutex
@@ -50,8 +51,16 @@ func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
+	dm, err := newDialMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
+	relay, err := newRelayDialer(cfg.RelayAddr, cfg.ResolveRelay, cfg.dial, cfg.RelayDialTimeout, dm)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: %w", err)
+	}
 	s := &Server{
-		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(),
+		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 	}
 	s.upgrader = websocket.Upgrader{
@@ -67,7 +76,8 @@ func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, err
 		CheckOrigin:     s.originAllowed,
 		Error:           s.upgradeError,
 	}
-	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second}
+	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
+		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	return s, nil
 }
 
@@ -111,7 +121,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) probeRelay(ctx context.Context) error {
 	start := time.Now()
-	c, err := s.cfg.dial(ctx, "tcp", s.cfg.RelayAddr)
+	c, err := s.relay.dial(ctx)
 	s.metrics.observeDial(time.Since(start), err)
 	if err != nil {
 		return err
