@@ -144,7 +144,7 @@ func TestRelayDialerFailsOverAndOrdersFailedLast(t *testing.T) {
 	lns[1].Close() // 127.0.0.2 is gone: refused
 	res := &fixedResolver{addrs: relayIPs}
 	d, m := newTestDialer(t, port, res, nil)
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := &stepClock{now: time.Unix(1000, 0)}
 	d.now = clock.Now
 
 	var got []string
@@ -216,7 +216,7 @@ func TestRelayDialerResolution(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := &fixedResolver{addrs: relayIPs[:1], err: tt.first}
 			d, m := newTestDialer(t, port, res, nil)
-			clock := &fakeClock{now: time.Unix(1000, 0)}
+			clock := &stepClock{now: time.Unix(1000, 0)}
 			d.now = clock.Now
 			_, _ = acceptedBy(t, d, t.Context())
 			clock.Advance(d.resolveTTL)
@@ -327,6 +327,24 @@ func registerOn(t *testing.T, h *harness, r *refrelay.Server, k relayproto.Key) 
 	if err := r.WaitRegistered(ctx, k); err != nil {
 		t.Fatalf("key %s not registered on the expected relay Pod: %v", k, err)
 	}
+}
+
+// stepClock is the dialer's clock for TTL tests: it moves only by Advance.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // forgetReady drops the cached readiness so the next /readyz probes.
