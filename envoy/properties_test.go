@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -103,8 +104,64 @@ func listenerProperties() []property {
 		{"access_log_without_secrets", checkAccessLog, func(v *view) {
 			v.accessLog[0].GetLogFormat().GetJsonFormat().Fields["auth"] = structpb.NewStringValue("%REQ(AUTHORIZATION)%")
 		}},
-		{"access_log_formatters_registered", checkFormatters, func(v *view) { v.accessLog[0].GetLogFormat().Formatters = nil }},
+		{"access_log_route_not_path", checkAccessLogRoute, func(v *view) {
+			v.accessLog[0].GetLogFormat().GetJsonFormat().Fields["route"] = structpb.NewStringValue("%REQ(:PATH)%")
+		}},
+		{"access_log_no_client_text", checkAccessLogCommands, func(v *view) {
+			v.accessLog[0].GetLogFormat().GetJsonFormat().Fields["ua"] = structpb.NewStringValue("%REQ(USER-AGENT)%")
+		}},
+		{"tls_handshake_timeout", func(v *view) error {
+			var errs []error
+			for _, fc := range v.relay.GetFilterChains() {
+				d := fc.GetTransportSocketConnectTimeout().AsDuration()
+				errs = append(errs, errIf(d <= 0 || d > 10*time.Second,
+					"transport_socket_connect_timeout %v, want set and at most 10s", d))
+			}
+			return errors.Join(errs...)
+		}, func(v *view) { v.relay.GetFilterChains()[0].TransportSocketConnectTimeout = nil }},
+		{"request_headers_timeout", func(v *view) error {
+			d := v.hcm.GetRequestHeadersTimeout().AsDuration()
+			return errIf(d <= 0 || d > 30*time.Second, "request_headers_timeout %v, want set and at most 30s", d)
+		}, func(v *view) { v.hcm.RequestHeadersTimeout = nil }},
 	}
+}
+
+// accessLogCommands are the only command operators an access log may use:
+// values Envoy sets itself, the route's name, and the headers ext_authz's
+// answer sets (the client's own X-WireKube-* are removed first). The request
+// id is cut to a UUID's length: a client may supply one on an internal
+// request. Anything else (path, Host, User-Agent, cookies, any other
+// header) is text a client writes freely, where a token could ride.
+var accessLogCommands = map[string]bool{
+	"%START_TIME%": true, "%REQ(:METHOD)%": true, "%ROUTE_NAME%": true, "%RESPONSE_CODE%": true,
+	"%RESPONSE_FLAGS%": true, "%RESPONSE_CODE_DETAILS%": true, "%RESP(X-WIREKUBE-DENY-REASON)%": true,
+	"%REQ(X-WIREKUBE-PEER)%": true, "%REQ(X-WIREKUBE-IDENTITY)%": true, "%DURATION%": true,
+	"%BYTES_RECEIVED%": true, "%BYTES_SENT%": true, "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%": true,
+	"%REQ(X-REQUEST-ID):36%": true,
+}
+
+var commandRE = regexp.MustCompile(`%[A-Z_]+(\([^)%]*\))?(:[0-9]+)?%`)
+
+func checkAccessLogCommands(v *view) error {
+	var errs []error
+	for _, al := range v.accessLog {
+		f := formatText(al)
+		for _, c := range commandRE.FindAllString(f, -1) {
+			errs = append(errs, errIf(!accessLogCommands[strings.ToUpper(c)], "access log command %s is not on the allowed list", c))
+		}
+		rest := commandRE.ReplaceAllString(f, "")
+		errs = append(errs, errIf(strings.Contains(rest, "%"), "access log format has a command the check cannot read: %s", rest))
+	}
+	return errors.Join(errs...)
+}
+
+func checkAccessLogRoute(v *view) error {
+	var errs []error
+	for _, al := range v.accessLog {
+		r := al.GetLogFormat().GetJsonFormat().GetFields()["route"].GetStringValue()
+		errs = append(errs, errIf(r != "%ROUTE_NAME%", "access log route field %q, want %%ROUTE_NAME%%", r))
+	}
+	return errors.Join(errs...)
 }
 
 func checkTLS(v *view) error {
@@ -175,25 +232,11 @@ func checkAccessLog(v *view) error {
 	var errs []error
 	for _, al := range v.accessLog {
 		f := strings.ToUpper(formatText(al))
-		for _, bad := range []string{"AUTHORIZATION", "PUBLIC-KEY", "%REQ(:PATH", "%PATH%", "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)"} {
+		for _, bad := range []string{"AUTHORIZATION", "PUBLIC-KEY", "COOKIE", ":PATH", "%PATH%", "X-ENVOY-ORIGINAL-PATH", "REQ_WITHOUT_QUERY", ":AUTHORITY", "HOST"} {
 			errs = append(errs, errIf(strings.Contains(f, bad), "access log format contains %s", bad))
 		}
 		errs = append(errs, errIf(!strings.Contains(f, "%RESPONSE_CODE%"), "access log has no status"))
 
-	}
-	return errors.Join(errs...)
-}
-
-// checkFormatters: extension commands need their formatter listed, or Envoy
-// refuses the config at start (ValidateAll cannot know).
-func checkFormatters(v *view) error {
-	var errs []error
-	for _, al := range v.accessLog {
-		has := slices.ContainsFunc(al.GetLogFormat().GetFormatters(), func(e *corev3.TypedExtensionConfig) bool {
-			return e.GetName() == "envoy.formatter.req_without_query"
-		})
-		errs = append(errs, errIf(strings.Contains(formatText(al), "%REQ_WITHOUT_QUERY(") && !has,
-			"access log uses REQ_WITHOUT_QUERY without the envoy.formatter.req_without_query formatter"))
 	}
 	return errors.Join(errs...)
 }

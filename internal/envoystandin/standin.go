@@ -16,11 +16,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -41,6 +43,9 @@ type Options struct {
 	RelayPath    string      // default /relay
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
+	// AccessLog, when set, gets one JSON line per request with the fields of
+	// envoy/envoy.yaml's access log format, computed as Envoy does.
+	AccessLog io.Writer
 }
 
 // Server is the stand-in. It is safe for concurrent use.
@@ -50,6 +55,7 @@ type Server struct {
 	authz  authv3.AuthorizationClient
 	proxy  *httputil.ReverseProxy
 	logger *slog.Logger
+	access *accessLog // nil: no access log
 }
 
 // New connects (lazily) to extauthz and prepares the proxy.
@@ -69,6 +75,12 @@ func New(o Options) (*Server, error) {
 	}
 	target := &url.URL{Scheme: "http", Host: o.Bridge}
 	s := &Server{opts: o, conn: conn, authz: authv3.NewAuthorizationClient(conn), logger: o.Logger}
+	if o.AccessLog != nil {
+		if s.access, err = newAccessLog(o.AccessLog); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("envoystandin: access log: %w", err)
+		}
+	}
 	s.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -106,35 +118,50 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // ServeHTTP routes as envoy.yaml does: the relay path through ext_authz,
-// /healthz and /readyz straight to the bridge, anything else 404.
+// /healthz and /readyz straight to the bridge, anything else 404. Like Envoy
+// for a request from outside, it replaces any client x-request-id, and it
+// writes the access log line when the request (or the upgraded connection)
+// is done.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: time.Now(), req: r, rec: &recorder{ResponseWriter: w}}
+	if s.access != nil {
+		defer s.access.write(x)
+	}
 	stripClientIdentity(r.Header)
+	r.Header.Set("X-Request-Id", newRequestID())
 	switch r.URL.Path {
 	case s.opts.RelayPath:
-		s.relay(w, r)
+		x.route = "relay"
+		s.relay(x)
 	case "/healthz", "/readyz":
+		x.route, x.details = strings.TrimPrefix(r.URL.Path, "/"), "via_upstream"
 		r.Header.Del("Authorization")
-		s.proxy.ServeHTTP(w, r)
+		s.proxy.ServeHTTP(x.rec, r)
 	default:
-		http.NotFound(w, r)
+		x.route, x.details = "not_found", "direct_response"
+		http.NotFound(x.rec, r)
 	}
 }
 
-func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
-	id := newRequestID()
+func (s *Server) relay(x *exchange) {
+	w, r := x.rec, x.req
+	id := r.Header.Get("X-Request-Id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.CheckTimeout)
 	resp, err := s.authz.Check(ctx, checkRequest(r, id))
 	cancel()
 	if err != nil {
 		// failure_mode_allow: false, status_on_error: 503.
 		s.logger.Warn("ext_authz error", "request_id", id, "err", err)
+		x.details = "ext_authz_error"
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	if codes.Code(resp.GetStatus().GetCode()) != codes.OK {
+		x.details = "ext_authz_denied"
 		s.deny(w, id, resp.GetDeniedResponse())
 		return
 	}
+	x.details = "via_upstream"
 	ok := resp.GetOkResponse()
 	for _, o := range ok.GetHeaders() {
 		applyHeaderOption(r.Header, o)

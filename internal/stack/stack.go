@@ -241,7 +241,8 @@ func (s *Stack) startStandin(ctx context.Context) error {
 	}
 	srv, err := envoystandin.New(envoystandin.Options{
 		TLS: kp, ExtauthzGRPC: s.ExtauthzGRPC, Bridge: s.BridgeAddr,
-		Logger: slog.New(slog.NewJSONHandler(f, nil)).With("component", "envoy-standin"),
+		Logger:    slog.New(slog.NewJSONHandler(f, nil)).With("component", "envoy-standin"),
+		AccessLog: f, // Envoy writes its access log to stdout, beside its own log
 	})
 	if err != nil {
 		f.Close()
