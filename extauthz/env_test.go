@@ -28,31 +28,16 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 // suiteLog receives the log output of every Authorizer of the test binary;
 // TestMain greps it for every token a test minted.
-var suiteLog = &syncBuffer{}
+var suiteLog = &testutil.SyncBuffer{}
 
 // suiteTokens records every token minted by newToken.
 var suiteTokens sync.Map
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -109,23 +94,6 @@ func newTokenAud(exp time.Time, aud string) string {
 	return tok
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // reviewFunc answers a TokenReview in the fake API.
 type reviewFunc func(token string) (authnv1.TokenReviewStatus, error)
 
@@ -137,7 +105,7 @@ type env struct {
 	in      *Informers
 	authz   *Authorizer
 	srv     *CheckServer
-	clock   *fakeClock
+	clock   *testutil.Clock
 	reg     *prometheus.Registry
 	reviews atomic.Int64
 	mu      sync.Mutex
@@ -233,7 +201,7 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 	e := &env{
 		t:       t,
 		client:  fake.NewSimpleClientset(fixtureObjects()...),
-		clock:   &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)},
+		clock:   testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
 		reg:     prometheus.NewRegistry(),
 		answers: map[string]reviewFunc{},
 	}
@@ -316,18 +284,6 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// eventually polls cond until it holds or 5 s pass (informer propagation).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for range 500 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 var (

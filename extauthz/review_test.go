@@ -10,6 +10,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func podBound() authnv1.TokenReviewStatus {
@@ -99,7 +100,7 @@ func TestSingleflight(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "first review to start", func() bool { return e.reviews.Load() == 1 })
+	testutil.Eventually(t, "first review to start", func() bool { return e.reviews.Load() == 1 })
 	close(release)
 	wg.Wait()
 	if got := e.reviews.Load(); got != 1 {
@@ -144,7 +145,7 @@ func TestInflightBound(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "the bound to fill", func() bool { return api.cur.Load() == bound })
+	testutil.Eventually(t, "the bound to fill", func() bool { return api.cur.Load() == bound })
 	close(api.gate)
 	wg.Wait()
 	if got := api.max.Load(); got > bound {
@@ -161,7 +162,7 @@ func TestReviewThrottled(t *testing.T) {
 	slow := e.answer(api.answer)
 	done := make(chan Decision)
 	go func() { done <- e.check(t, slow) }()
-	eventually(t, "the slot to be taken", func() bool { return api.cur.Load() == 1 })
+	testutil.Eventually(t, "the slot to be taken", func() bool { return api.cur.Load() == 1 })
 	wantReason(t, e.check(t, e.answer(static(podBound()))), contract.ReasonReviewThrottled)
 	close(api.gate)
 	// The slow review outlived its check timeout: fail closed.
@@ -179,9 +180,9 @@ func TestIdentityRulesOnCacheHit(t *testing.T) {
 	wantReason(t, e.check(t, peerTok), "")
 	ctx := context.Background()
 	must(t, e.client.CoreV1().Pods("wirekube-system").Delete(ctx, "agent-a", deleteOpts))
-	eventually(t, "pod deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPodNotFound })
+	testutil.Eventually(t, "pod deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPodNotFound })
 	must(t, e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-relay-peer-node-b", deleteOpts))
-	eventually(t, "sa deletion", func() bool { return e.check(t, peerTok).Reason == contract.ReasonServiceAccountNotFound })
+	testutil.Eventually(t, "sa deletion", func() bool { return e.check(t, peerTok).Reason == contract.ReasonServiceAccountNotFound })
 	if got := e.reviews.Load(); got != 2 {
 		t.Errorf("TokenReviews = %d, want 2 (the rest were cache hits)", got)
 	}
@@ -194,10 +195,10 @@ func TestPeerKeyRotation(t *testing.T) {
 	u := peerObject("node-a", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
 	_, err := e.dyn.Resource(PeerGVR).Update(context.Background(), u, updateOpts)
 	must(t, err)
-	eventually(t, "key rotation", func() bool {
+	testutil.Eventually(t, "key rotation", func() bool {
 		d := e.check(t, agent)
 		return d.Allowed() && d.Headers[1].Value == u.Object["spec"].(map[string]any)["publicKey"]
 	})
 	must(t, e.dyn.Resource(PeerGVR).Delete(context.Background(), "node-a", deleteOpts))
-	eventually(t, "peer deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPeerNotFound })
+	testutil.Eventually(t, "peer deletion", func() bool { return e.check(t, agent).Reason == contract.ReasonPeerNotFound })
 }

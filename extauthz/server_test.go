@@ -27,6 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func unixHTTPClient(sock string) *http.Client {
@@ -71,7 +72,7 @@ func TestRun(t *testing.T) {
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{PeerGVR: "WireKubePeerList"}, peerObject("node-a", peerKeyB64))
-	var logBuf syncBuffer
+	var logBuf testutil.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -85,7 +86,7 @@ func TestRun(t *testing.T) {
 		}
 	}()
 	metricsC := unixHTTPClient(filepath.Join(dir, "metrics.sock"))
-	eventually(t, "metrics listener", func() bool {
+	testutil.Eventually(t, "metrics listener", func() bool {
 		resp, err := metricsC.Get("http://x/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -101,7 +102,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("/readyz before sync = %d, want 503", code)
 	}
 	close(release)
-	eventually(t, "serving", func() bool {
+	testutil.Eventually(t, "serving", func() bool {
 		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: authServiceName})
 		return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING
 	})
@@ -166,7 +167,7 @@ func assertNoToken(t *testing.T, logText, tok string) {
 // greps every line for every token used, also base64-decoded signatures.
 func TestLogsNeverHoldTokens(t *testing.T) {
 	e := newEnv(t, nil)
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	e.authz.log = slog.New(slog.NewTextHandler(io.MultiWriter(&buf, suiteLog), nil))
 	tok := e.tokens()
 	for _, tc := range checkCases() {

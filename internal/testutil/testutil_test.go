@@ -99,3 +99,16 @@ func TestContains(t *testing.T) {
 		t.Errorf("failures %q, want one naming gamma and delta", failed)
 	}
 }
+
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { c.Advance(time.Second); _ = c.Now() })
+	}
+	wg.Wait()
+	if got := c.Now().Sub(start); got != 10*time.Second {
+		t.Fatalf("advanced %s, want 10s", got)
+	}
+}
