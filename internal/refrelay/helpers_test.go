@@ -82,18 +82,6 @@ func expectClosed(t *testing.T, conn net.Conn) {
 	}
 }
 
-// eventually polls cond; real sockets give no event to wait on for these.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(ioTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func frame(t relayproto.FrameType, body []byte) []byte { return relayproto.AppendFrame(nil, t, body) }
 
 func rawHeader(n uint32, t relayproto.FrameType) []byte {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -192,7 +193,7 @@ func TestOversizedFrameClosesSession(t *testing.T) {
 	a := refrelaytest.Register(t, srv, addr, key(1))
 	write(t, a, rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeData))
 	expectClosed(t, a)
-	eventually(t, "session end", func() bool { return !srv.Registered(key(1)) })
+	testutil.Eventually(t, "session end", func() bool { return !srv.Registered(key(1)) })
 	if st := srv.Stats(); st.BadLength != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
@@ -262,7 +263,7 @@ func TestStalledReaderDisconnected(t *testing.T) {
 	if time.Since(start) < stall {
 		t.Fatalf("disconnected after %s, before the stall timeout %s", time.Since(start), stall)
 	}
-	eventually(t, "stalled session gone", func() bool { return !srv.Registered(key(2)) })
+	testutil.Eventually(t, "stalled session gone", func() bool { return !srv.Registered(key(2)) })
 	// The sender's session is untouched.
 	write(t, a, relayproto.AppendData(nil, key(1), []byte("ok")))
 	expectData(t, a, relayproto.TypeData, key(1), []byte("ok"))
@@ -317,7 +318,7 @@ func TestUDPSocketOnSameAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	eventually(t, "a datagram", func() bool {
+	testutil.Eventually(t, "a datagram", func() bool {
 		_, _ = c.Write([]byte{127, 0, 0, 1, 0, 1})
 		return srv.Stats().UDPPackets > 0
 	})
@@ -417,7 +418,7 @@ func TestInjectAndDisconnect(t *testing.T) {
 		t.Fatal("Disconnect found no session")
 	}
 	expectClosed(t, a)
-	eventually(t, "session gone", func() bool { return !srv.Registered(key(1)) })
+	testutil.Eventually(t, "session gone", func() bool { return !srv.Registered(key(1)) })
 }
 
 func TestInjectQueueFull(t *testing.T) {

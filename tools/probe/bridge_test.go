@@ -14,6 +14,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -90,7 +91,7 @@ func TestProbeRealBridge(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
-			assertContains(t, out, tc.want...)
+			testutil.Contains(t, out, tc.want...)
 		})
 	}
 }

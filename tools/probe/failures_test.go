@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -100,7 +101,7 @@ func TestProbeCloseReasons(t *testing.T) {
 				t.Errorf("exit %d, want %d", exit, ExitClosed)
 			}
 			fix, _ := FixFor(r.value)
-			assertContains(t, out, "FAIL register", fmt.Sprintf("closed by the gateway: %d %s", code, r.value), "fix: "+fix)
+			testutil.Contains(t, out, "FAIL register", fmt.Sprintf("closed by the gateway: %d %s", code, r.value), "fix: "+fix)
 		})
 	}
 }
@@ -112,7 +113,7 @@ func TestProbeKeyMismatch(t *testing.T) {
 	if code != ExitClosed {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	assertContains(t, out, `"close_code": 1008`, `"close_reason": "register_key_mismatch"`, `"reason": "register_key_mismatch"`, `"class": "closed"`)
+	testutil.Contains(t, out, `"close_code": 1008`, `"close_reason": "register_key_mismatch"`, `"reason": "register_key_mismatch"`, `"class": "closed"`)
 }
 
 func TestProbeEchoTimeout(t *testing.T) {
@@ -122,7 +123,7 @@ func TestProbeEchoTimeout(t *testing.T) {
 	if code != ExitEchoTimeout {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	assertContains(t, out, "FAIL echo", "no echo within 200ms", "result: echo_timeout (exit 9)")
+	testutil.Contains(t, out, "FAIL echo", "no echo within 200ms", "result: echo_timeout (exit 9)")
 }
 
 func TestProbeNetworkFailures(t *testing.T) {
@@ -151,7 +152,7 @@ func TestProbeNetworkFailures(t *testing.T) {
 			if ExitCode(err) != ExitNetwork {
 				t.Fatalf("exit %d (%v):\n%s", ExitCode(err), err, out.String())
 			}
-			assertContains(t, out.String(), tc.want, "result: network (exit 3)", "fix: ")
+			testutil.Contains(t, out.String(), tc.want, "result: network (exit 3)", "fix: ")
 		})
 	}
 }
@@ -174,7 +175,7 @@ func TestProbeTLSFailures(t *testing.T) {
 			if code != ExitTLS {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
-			assertContains(t, out, "FAIL tls", tc.want, "result: tls (exit 4)")
+			testutil.Contains(t, out, "FAIL tls", tc.want, "result: tls (exit 4)")
 		})
 	}
 }
@@ -185,7 +186,7 @@ func TestProbeInsecureSkipVerifyWarns(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	assertContains(t, out, "warning: the certificate was not verified")
+	testutil.Contains(t, out, "warning: the certificate was not verified")
 }
 
 func TestProbeOtherHTTPAnswers(t *testing.T) {
@@ -196,7 +197,7 @@ func TestProbeOtherHTTPAnswers(t *testing.T) {
 	if code != ExitRejected {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	assertContains(t, out, "404 Not Found", "fix: no relay endpoint at this path")
+	testutil.Contains(t, out, "404 Not Found", "fix: no relay endpoint at this path")
 }
 
 func TestProbeUsage(t *testing.T) {
@@ -296,7 +297,7 @@ func TestProbeAfterRegister(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}
-			assertContains(t, out, tc.wants...)
+			testutil.Contains(t, out, tc.wants...)
 			if tc.code == ExitOK {
 				select {
 				case got := <-env.bridge.relayProbeAnswered:

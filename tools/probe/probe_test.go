@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,15 +31,6 @@ func runProbe(t *testing.T, args ...string) (int, string, string) {
 		t.Fatalf("the token leaked into the output:\n%s", all)
 	}
 	return ExitCode(err), out.String(), errb.String()
-}
-
-func assertContains(t *testing.T, s string, subs ...string) {
-	t.Helper()
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			t.Errorf("output lacks %q:\n%s", sub, s)
-		}
-	}
 }
 
 func TestProbeSuccess(t *testing.T) {
@@ -61,7 +53,7 @@ func TestProbeSuccess(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("exit %d, want 0:\n%s", code, out)
 			}
-			assertContains(t, out, tc.want...)
+			testutil.Contains(t, out, tc.want...)
 		})
 	}
 }
@@ -142,7 +134,7 @@ func TestProbeHTTPDenies(t *testing.T) {
 				t.Errorf("exit %d, want %d", code, want)
 			}
 			fix, _ := FixFor(r.value)
-			assertContains(t, out, "FAIL upgrade", "reason "+string(r.value), "fix: "+fix)
+			testutil.Contains(t, out, "FAIL upgrade", "reason "+string(r.value), "fix: "+fix)
 		})
 	}
 }
@@ -175,7 +167,7 @@ func TestProbeNoToken(t *testing.T) {
 	if code != ExitDenied401 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	assertContains(t, out, "401 Unauthorized, reason token_missing", "result: unauthorized (exit 5)")
+	testutil.Contains(t, out, "401 Unauthorized, reason token_missing", "result: unauthorized (exit 5)")
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -16,16 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
-)
 
-func assertContains(t *testing.T, s string, subs ...string) {
-	t.Helper()
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			t.Errorf("output lacks %q:\n%s", sub, s)
-		}
-	}
-}
+	"github.com/wirekube/relay-ws/internal/testutil"
+)
 
 func getSecret(t *testing.T, fc *fakeCluster, ns, name string) *corev1.Secret {
 	t.Helper()
@@ -42,7 +35,7 @@ func TestIssueToSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "ServiceAccount wirekube-system/wirekube-relay-peer-node-a created",
+	testutil.Contains(t, out, "ServiceAccount wirekube-system/wirekube-relay-peer-node-a created",
 		"written to Secret wirekube-system/relay-token-node-a (key token)", "expires 2026-11-30T12:00:00Z (in 2h0m0s)")
 	sa, err := fc.core.CoreV1().ServiceAccounts(DefaultNamespace).Get(context.Background(), "wirekube-relay-peer-node-a", metav1.GetOptions{})
 	if err != nil {
@@ -70,7 +63,7 @@ func TestIssueTwiceKeepsOneServiceAccount(t *testing.T) {
 		if err != nil {
 			t.Fatalf("issue %d: %v", i, err)
 		}
-		assertContains(t, out, "wirekube-relay-peer-node-a "+want)
+		testutil.Contains(t, out, "wirekube-relay-peer-node-a "+want)
 	}
 	l, _ := fc.core.CoreV1().ServiceAccounts(DefaultNamespace).List(context.Background(), metav1.ListOptions{})
 	if len(l.Items) != 1 {
@@ -92,7 +85,7 @@ func TestIssueToFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "written to "+path)
+	testutil.Contains(t, out, "written to "+path)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +132,7 @@ func TestIssueToStdout(t *testing.T) {
 	if !strings.HasPrefix(out, tokenPrefix) || strings.Count(out, "\n") != 1 {
 		t.Errorf("stdout must be the token alone: %q", out)
 	}
-	assertContains(t, errOut, "written to stdout", "expires")
+	testutil.Contains(t, errOut, "written to stdout", "expires")
 }
 
 func TestIssueMissingPeer(t *testing.T) {
@@ -155,7 +148,7 @@ func TestIssueMissingPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, `warning: WireKubePeer "node-x" does not exist`)
+	testutil.Contains(t, out, `warning: WireKubePeer "node-x" does not exist`)
 }
 
 func TestIssueAdoptsHandMadeServiceAccount(t *testing.T) {
@@ -165,7 +158,7 @@ func TestIssueAdoptsHandMadeServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "wirekube-relay-peer-node-a adopted")
+	testutil.Contains(t, out, "wirekube-relay-peer-node-a adopted")
 	got, _ := fc.core.CoreV1().ServiceAccounts(DefaultNamespace).Get(context.Background(), sa.Name, metav1.GetOptions{})
 	if !isManaged(got.Labels) {
 		t.Errorf("labels %v", got.Labels)
@@ -275,7 +268,7 @@ func TestIssueReportsServerChosenLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "expires 2026-11-30T11:00:00Z (in 1h0m0s)", "note: the API server chose this lifetime; 48h0m0s was requested")
+	testutil.Contains(t, out, "expires 2026-11-30T11:00:00Z (in 1h0m0s)", "note: the API server chose this lifetime; 48h0m0s was requested")
 	if got := getSecret(t, fc, DefaultNamespace, "s").Annotations[AnnotationExpires]; got != "2026-11-30T11:00:00Z" {
 		t.Errorf("expiry annotation %q", got)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 // apiServer answers the three list calls of `list` with one managed
@@ -85,7 +87,7 @@ func TestKubeconfigSelection(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, errb.String())
 			}
-			assertContains(t, out.String(), "wirekube-relay-peer-"+tc.want.name, tc.want.name+"  ")
+			testutil.Contains(t, out.String(), "wirekube-relay-peer-"+tc.want.name, tc.want.name+"  ")
 			if tc.notWant.hits.Load() != before {
 				t.Errorf("the other cluster was called")
 			}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func issueAll(t *testing.T, fc *fakeCluster, issues ...[]string) {
@@ -59,7 +61,7 @@ func TestList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "NAMESPACE", "PEER-EXISTS", "other", "tok-b", "2026-11-30T10:30:00Z (in 30m0s)")
+	testutil.Contains(t, out, "NAMESPACE", "PEER-EXISTS", "other", "tok-b", "2026-11-30T10:30:00Z (in 30m0s)")
 	if strings.Contains(out, "default ") {
 		t.Errorf("unmanaged ServiceAccount listed:\n%s", out)
 	}
@@ -75,7 +77,7 @@ func TestListPeersForbiddenSaysUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "node-a", "unknown")
+	testutil.Contains(t, out, "node-a", "unknown")
 }
 
 func TestListForbidden(t *testing.T) {
@@ -100,7 +102,7 @@ func TestRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertContains(t, out, "deleted ServiceAccount wirekube-system/wirekube-relay-peer-node-a",
+	testutil.Contains(t, out, "deleted ServiceAccount wirekube-system/wirekube-relay-peer-node-a",
 		"deleted Secret wirekube-system/tok-a\n", "deleted Secret wirekube-system/tok-a2",
 		"keeps\nrunning until it disconnects or reconnects")
 	entries, err := (&Tool{Clients: fc.clients()}).List(context.Background(), DefaultNamespace)
