@@ -32,6 +32,7 @@ func exampleChecks() map[string]func(t *testing.T, r *rendered) {
 		"mesh-managed":        func(t *testing.T, r *rendered) { checkMesh(t, r, "managed") },
 		"peer-serviceaccount": checkPeerServiceAccount,
 		"prometheus":          checkPodMonitor,
+		"tcp-migration":       checkTCPMigration,
 	}
 }
 
@@ -94,8 +95,8 @@ func checkRelayPath(t *testing.T, ing *networkingv1.Ingress, port string) {
 	p := ing.Spec.Rules[0].HTTP.Paths[0]
 	mustf(t, p.Path == contract.DefaultRelayPath && p.PathType != nil && *p.PathType == networkingv1.PathTypeExact,
 		"Ingress path %s, want Exact %s", p.Path, contract.DefaultRelayPath)
-	mustf(t, p.Backend.Service != nil && p.Backend.Service.Name == "wirekube-relay-ws" && p.Backend.Service.Port.Name == port,
-		"Ingress backend %+v, want wirekube-relay-ws port %s", p.Backend.Service, port)
+	mustf(t, p.Backend.Service != nil && p.Backend.Service.Name == "wirekube-relay-gateway" && p.Backend.Service.Port.Name == port,
+		"Ingress backend %+v, want wirekube-relay-gateway port %s", p.Backend.Service, port)
 }
 
 // checkBaseIntact: examples that keep Envoy keep the base's protections.
@@ -118,10 +119,10 @@ func checkGatewayAPI(t *testing.T, r *rendered) {
 		"envoy readiness must use the plaintext port")
 	mustf(t, !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil }),
 		"the TLS Secret volume should be gone with TLS")
-	svc := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-ws"))
+	svc := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-gateway"))
 	mustf(t, len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].TargetPort.String() == "http", "Service ports %v", svc.Spec.Ports)
 	route := r.one(t, "HTTPRoute", "")
-	checkHTTPRoute(t, route, "wirekube-relay-ws", int64(svc.Spec.Ports[0].Port))
+	checkHTTPRoute(t, route, "wirekube-relay-gateway", int64(svc.Spec.Ports[0].Port))
 	checkBaseIntact(t, r)
 }
 
@@ -184,7 +185,7 @@ func checkIngressNginx(t *testing.T, r *rendered) {
 	ing := into[networkingv1.Ingress](t, r.one(t, "Ingress", ""))
 	a := ing.Annotations
 	hl, _ := flagValue(container(d, "extauthz").Args, "http-listen")
-	authz := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-ws-authz"))
+	authz := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-gateway-authz"))
 	url := a["nginx.ingress.kubernetes.io/auth-url"]
 	mustf(t, strings.HasPrefix(url, "http://"+authz.Name+"."+namespace+".svc") && strings.Contains(url, ":9002/") &&
 		strings.HasSuffix(hl, ":9002"), "auth-url %q must reach extauthz --http-listen=%s via Service %s", url, hl, authz.Name)
@@ -210,9 +211,9 @@ func checkEnvoyGateway(t *testing.T, r *rendered) {
 	fail, found, _ := unstructured.NestedBool(sp.Object, "spec", "extAuth", "failOpen")
 	mustf(t, found && !fail, "SecurityPolicy extAuth.failOpen must be false")
 	refs, _, _ := unstructured.NestedSlice(sp.Object, "spec", "extAuth", "grpc", "backendRefs")
-	ok := len(refs) == 1 && str(refs[0].(map[string]any), "name") == "wirekube-relay-ws-authz"
+	ok := len(refs) == 1 && str(refs[0].(map[string]any), "name") == "wirekube-relay-gateway-authz"
 	mustf(t, ok, "SecurityPolicy must call extauthz over gRPC: %v", refs)
-	checkHTTPRoute(t, r.one(t, "HTTPRoute", ""), "wirekube-relay-ws", 8081)
+	checkHTTPRoute(t, r.one(t, "HTTPRoute", ""), "wirekube-relay-gateway", 8081)
 }
 
 func checkAgentToken(t *testing.T, r *rendered) {

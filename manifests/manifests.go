@@ -66,6 +66,7 @@ func Dirs() []string {
 		"examples/mesh-managed",
 		"examples/peer-serviceaccount",
 		"examples/prometheus",
+		"examples/tcp-migration",
 	}
 	sort.Strings(dirs)
 	return dirs

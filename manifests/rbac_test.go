@@ -104,7 +104,7 @@ func sdsFiles(t *testing.T, r *rendered, d *appsv1.Deployment, path, name string
 }
 
 func checkService(t *testing.T, r *rendered, d *appsv1.Deployment) {
-	s := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-ws"))
+	s := into[corev1.Service](t, r.one(t, "Service", "wirekube-relay-gateway"))
 	mustf(t, selects(s.Spec.Selector, d.Spec.Template.Labels), "Service does not select the gateway Pods")
 	mustf(t, len(s.Spec.Ports) == 1 && s.Spec.Ports[0].Port == 443 && s.Spec.Ports[0].TargetPort.String() == "https",
 		"Service ports %v, want only 443 -> https", s.Spec.Ports)
@@ -232,31 +232,6 @@ func checkBindings(t *testing.T, r *rendered, sa string) {
 			r.one(t, roleKind, ref.Name)
 		}
 	}
-}
-
-func checkRelayPolicy(t *testing.T, r *rendered, d *appsv1.Deployment) {
-	var found bool
-	for _, u := range r.all("NetworkPolicy") {
-		np := into[networkingv1.NetworkPolicy](t, u)
-		if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != "wirekube-relay" {
-			continue
-		}
-		found = true
-		mustf(t, slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress), "relay policy has no Ingress type")
-		for _, rule := range np.Spec.Ingress {
-			if !hasPort(rule.Ports, corev1.ProtocolTCP, 3478) {
-				continue
-			}
-			// Who may reach TCP 3478: only Pods selected by the gateway labels.
-			mustf(t, len(rule.From) > 0, "TCP 3478 open to everyone")
-			for _, from := range rule.From {
-				mustf(t, from.PodSelector != nil && from.NamespaceSelector == nil && from.IPBlock == nil &&
-					selects(from.PodSelector.MatchLabels, d.Spec.Template.Labels),
-					"TCP 3478 admitted from %+v, want only the gateway Pods", from)
-			}
-		}
-	}
-	mustf(t, found, "no NetworkPolicy selects the raw relay Pods (app.kubernetes.io/name=wirekube-relay)")
 }
 
 func hasPort(ports []networkingv1.NetworkPolicyPort, proto corev1.Protocol, port int) bool {

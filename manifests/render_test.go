@@ -92,7 +92,7 @@ func into[T any](t *testing.T, u *unstructured.Unstructured) *T {
 
 func (r *rendered) deployment(t *testing.T) *appsv1.Deployment {
 	t.Helper()
-	return into[appsv1.Deployment](t, r.one(t, "Deployment", "wirekube-relay-ws"))
+	return into[appsv1.Deployment](t, r.one(t, "Deployment", "wirekube-relay-gateway"))
 }
 
 // container returns the container named name, or nil.

@@ -37,9 +37,9 @@ kubectl -n "$NS" apply -f /base/serviceaccount.yaml -f /base/rbac.yaml
 kubectl apply -f /deploy/peer.yaml
 kubectl -n "$NS" create serviceaccount "wirekube-relay-peer-$PEER" --dry-run=client -o yaml | kubectl apply -f -
 
-echo "bootstrap: writing extauthz's kubeconfig (ServiceAccount wirekube-relay-ws)"
+echo "bootstrap: writing extauthz's kubeconfig (ServiceAccount wirekube-relay-gateway)"
 umask 077
-kubectl -n "$NS" create token wirekube-relay-ws --duration=24h > /extauthz/token
+kubectl -n "$NS" create token wirekube-relay-gateway --duration=24h > /extauthz/token
 CA=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 cat > /extauthz/kubeconfig <<KUBECONFIG
 apiVersion: v1
@@ -50,13 +50,13 @@ clusters:
     server: https://k3s:6443
     certificate-authority-data: $CA
 users:
-- name: wirekube-relay-ws
+- name: wirekube-relay-gateway
   user:
     tokenFile: /extauthz/token
 contexts:
-- name: wirekube-relay-ws
-  context: {cluster: k3s, user: wirekube-relay-ws, namespace: $NS}
-current-context: wirekube-relay-ws
+- name: wirekube-relay-gateway
+  context: {cluster: k3s, user: wirekube-relay-gateway, namespace: $NS}
+current-context: wirekube-relay-gateway
 KUBECONFIG
 
 echo "bootstrap: issuing the relay token of peer $PEER (audience wirekube-relay, 1h)"
