@@ -64,4 +64,5 @@ var scenarios = []scenario{
 	{"4_register_and_frames", (*env).testRegister},
 	{"5_sessions", (*env).testSessions},
 	{"6_spoofed_identity_headers", (*env).testSpoofing},
+	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
 }
