@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func getStatus(t *testing.T, url string) int {
@@ -31,71 +31,80 @@ func getStatus(t *testing.T, url string) int {
 }
 
 // TestDrain: /readyz fails at once, new upgrades get 503 draining, open
-// sessions get 1001 spread over time, Run returns when they are gone.
+// sessions get 1001 spread over the first half of the drain timeout, Run
+// returns when they are gone. In a synctest bubble the spacing is exact.
 func TestDrain(t *testing.T) {
-	const drain = 900 * time.Millisecond
-	h := startBridge(t, func(o *Options) { o.DrainTimeout = drain })
-	if got := getStatus(t, h.base+"/readyz"); got != http.StatusOK {
-		t.Fatalf("/readyz before drain = %d", got)
-	}
-	type closed struct {
-		at   time.Time
-		code int
-		text string
-	}
-	results := make(chan closed, 3)
-	for i := range 3 {
-		ws := h.register(t, testKey(byte(10*i+1)))
-		go func() {
-			for {
-				if _, _, err := ws.ReadMessage(); err != nil {
-					var ce *websocket.CloseError
-					c := closed{at: time.Now()}
-					if errors.As(err, &ce) {
-						c.code, c.text = ce.Code, ce.Text
+	synctest.Test(t, func(t *testing.T) {
+		const drain = 900 * time.Millisecond
+		b := startBubble(t, func(o *Options) { o.DrainTimeout = drain })
+		type closed struct {
+			at   time.Time
+			code int
+			text string
+		}
+		results := make(chan closed, 3)
+		for i := range 3 {
+			ws, _ := b.register(t, testKey(byte(10*i+1)))
+			go func() {
+				for {
+					if _, _, err := ws.ReadMessage(); err != nil {
+						var ce *websocket.CloseError
+						c := closed{at: time.Now()}
+						if errors.As(err, &ce) {
+							c.code, c.text = ce.Code, ce.Text
+						}
+						results <- c
+						return
 					}
-					results <- c
-					return
 				}
+			}()
+		}
+		if got := b.status(t, "/readyz"); got != http.StatusOK {
+			t.Fatalf("/readyz before drain = %d", got)
+		}
+		start := time.Now()
+		stopped := make(chan struct{})
+		go func() { b.stop(); close(stopped) }()
+		synctest.Wait() // Drain has marked the bridge draining and closed the first session
+		if got := b.status(t, "/readyz"); got != http.StatusServiceUnavailable {
+			t.Errorf("/readyz while draining = %d, want 503", got)
+		}
+		b.expectDeny(t, contract.ReasonDraining)
+		var at []time.Duration
+		for range 3 {
+			c := <-results
+			if c.code != websocket.CloseGoingAway || c.text != string(contract.CloseDraining) {
+				t.Fatalf("close = %d %q, want 1001 draining", c.code, c.text)
 			}
-		}()
-	}
-	start := time.Now()
-	stopped := make(chan struct{})
-	go func() { h.stop(); close(stopped) }()
-	testutil.Eventually(t, "/readyz failing", func() bool { return getStatus(t, h.base+"/readyz") == http.StatusServiceUnavailable })
-	expectDeny(t, h.url, contract.ReasonDraining)
-	var first, last time.Time
-	for i := range 3 {
-		c := <-results
-		if c.code != websocket.CloseGoingAway || c.text != string(contract.CloseDraining) {
-			t.Fatalf("close = %d %q, want 1001 draining", c.code, c.text)
+			at = append(at, c.at.Sub(start))
 		}
-		if i == 0 {
-			first = c.at
+		if want := []time.Duration{0, drain / 4, drain / 2}; !slices.Equal(at, want) {
+			t.Errorf("sessions closed at %v after the drain began, want %v (spread over half the timeout)", at, want)
 		}
-		last = c.at
-	}
-	if spread := last.Sub(first); spread < drain/4 {
-		t.Errorf("sessions closed within %s, want them spread over about %s", spread, drain/2)
-	}
-	<-stopped
-	if d := time.Since(start); d > drain+time.Second {
-		t.Errorf("Run returned after %s", d)
-	}
+		<-stopped
+		if d := time.Since(start); d != drain/2 {
+			t.Errorf("Run returned %s after the drain began, want %s (when the last session is gone)", d, drain/2)
+		}
+	})
 }
 
 // TestDrainTimeoutCutsSessions: a client that never answers the close is
-// cut when the drain timeout passes, and Run returns.
+// cut when the drain timeout passes, and Run returns then.
 func TestDrainTimeoutCutsSessions(t *testing.T) {
-	h := startBridge(t, func(o *Options) { o.DrainTimeout = 150 * time.Millisecond })
-	h.srv.closeGrace = time.Minute // the session would wait for the close answer
-	h.register(t, testKey(1))      // and the client never reads
-	start := time.Now()
-	h.stop()
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("Run returned after %s, want about the drain timeout", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const drain = 150 * time.Millisecond
+		b := startBubble(t, func(o *Options) { o.DrainTimeout = drain })
+		b.srv.closeGrace = time.Minute // the session would wait for the close answer
+		ws, _ := b.register(t, testKey(1))
+		// The client takes the close frame off the wire (as a socket buffer
+		// would) and never answers it.
+		go func() { _, _ = io.Copy(io.Discard, ws.NetConn()) }()
+		start := time.Now()
+		b.stop()
+		if d := time.Since(start); d != drain {
+			t.Fatalf("Run returned after %s, want the drain timeout %s", d, drain)
+		}
+	})
 }
 
 func TestHealthzReadyzAndMetricsEndpoints(t *testing.T) {

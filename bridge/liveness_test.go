@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -129,60 +131,72 @@ func TestClientClosingClosesRelay(t *testing.T) {
 	}
 }
 
+// TestPingsAndSilentClient: a registered client that answers nothing is
+// pinged every interval and closed (ping_timeout, no close frame) once it
+// has been silent for three intervals. Exact in a synctest bubble.
 func TestPingsAndSilentClient(t *testing.T) {
-	h, ws, relayEnd := pipeSession(t, func(o *Options) { o.PingInterval = 50 * time.Millisecond })
-	pings := make(chan struct{}, 100)
-	ws.SetPingHandler(func(string) error { pings <- struct{}{}; return nil }) // and never answer
-	go func() {
-		for {
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 50 * time.Millisecond
+		b := startBubble(t, func(o *Options) { o.PingInterval = interval })
+		ws, relayEnd := b.register(t, testKey(1))
+		start := time.Now()
+		pings := make(chan time.Duration, 100)
+		ws.SetPingHandler(func(string) error { pings <- time.Since(start); return nil }) // and never answer
+		go func() {
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
 			}
+		}()
+		if _, err := relayEnd.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("relay end: %v, want EOF after the silence timeout", err)
 		}
-	}()
-	start := time.Now()
-	_ = relayEnd.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := relayEnd.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Fatalf("relay end: %v, want EOF after the silence timeout", err)
-	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("closed after %s, before three ping intervals", d)
-	}
-	if len(pings) < 2 {
-		t.Errorf("client saw %d pings, want at least 2", len(pings))
-	}
-	h.stop()
-	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ClosePingTimeout))); n != 1 {
-		t.Errorf("sessions_total{result=ping_timeout} = %v", n)
-	}
+		if d := time.Since(start); d < 3*interval || d >= 4*interval {
+			t.Errorf("closed %s after the last client frame, want after three ping intervals (%s)", d, 3*interval)
+		}
+		synctest.Wait() // the client's reader has handled everything sent to it
+		var at []time.Duration
+		for len(pings) > 0 {
+			at = append(at, <-pings)
+		}
+		if want := []time.Duration{interval, 2 * interval, 3 * interval}; !slices.Equal(at, want) {
+			t.Errorf("pings at %v, want %v", at, want)
+		}
+		b.stop()
+		if n := promtest.ToFloat64(b.srv.metrics.sessions.WithLabelValues(string(contract.ClosePingTimeout))); n != 1 {
+			t.Errorf("sessions_total{result=ping_timeout} = %v", n)
+		}
+	})
 }
 
+// TestAnsweringClientStaysOpen: a client that answers every ping stays
+// registered well past three intervals.
 func TestAnsweringClientStaysOpen(t *testing.T) {
-	_, ws, relayEnd := pipeSession(t, func(o *Options) { o.PingInterval = 30 * time.Millisecond })
-	pings := make(chan struct{}, 100)
-	ws.SetPingHandler(func(data string) error {
-		pings <- struct{}{}
-		return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
-	})
-	go func() {
-		for { // ReadMessage runs the ping handler
-			if _, _, err := ws.ReadMessage(); err != nil {
-				return
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 30 * time.Millisecond
+		b := startBubble(t, func(o *Options) { o.PingInterval = interval })
+		ws, relayEnd := b.register(t, testKey(1))
+		pings := make(chan struct{}, 100)
+		ws.SetPingHandler(func(data string) error {
+			pings <- struct{}{}
+			return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		})
+		go func() {
+			for { // ReadMessage runs the ping handler
+				if _, _, err := ws.ReadMessage(); err != nil {
+					return
+				}
 			}
+		}()
+		for range 10 { // ten answered pings: over three times the silence limit
+			<-pings
 		}
-	}()
-	for range 10 { // ten answered pings: over three times the silence limit
-		select {
-		case <-pings:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the bridge stopped pinging an answering client")
+		_ = relayEnd.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)); err != nil {
+			t.Fatalf("session died although the client answered pings: %v", err)
 		}
-	}
-	go func() { _, _ = relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)) }()
-	_ = relayEnd.SetWriteDeadline(time.Now().Add(time.Second))
-	if _, err := relayEnd.Write(relayproto.AppendFrame(nil, relayproto.TypeKeepalive)); err != nil {
-		t.Fatalf("session died although the client answered pings: %v", err)
-	}
+	})
 }
 
 // TestStuckClientClosesOnlyItsSession: a client that stops reading is cut
