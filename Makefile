@@ -89,9 +89,11 @@ image: ## Build the container image (needs a Docker engine; not run in CI).
 	docker build -t $(IMAGE) .
 
 .PHONY: manifests-sync
-manifests-sync: ## Copy envoy/ configs into manifests/base (kustomize cannot read outside its root).
+manifests-sync: ## Copy envoy/ configs into manifests/base and the chart's files/ (kustomize and helm cannot read outside their roots).
 	cp envoy/envoy.yaml envoy/envoy-plaintext.yaml manifests/base/
 	cp envoy/sds/tls.yaml manifests/base/sds-tls.yaml
+	cp envoy/envoy.yaml envoy/envoy-plaintext.yaml charts/wirekube-relay-ws/files/
+	cp envoy/sds/tls.yaml charts/wirekube-relay-ws/files/sds-tls.yaml
 
 .PHONY: clean
 clean: ## Remove build output.

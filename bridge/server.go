@@ -55,6 +55,9 @@ func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, err
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
+	if err := registerLimits(reg, cfg); err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
 	relay, err := newRelayDialer(cfg.RelayAddr, cfg.ResolveRelay, cfg.dial, cfg.RelayDialTimeout, dm)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)

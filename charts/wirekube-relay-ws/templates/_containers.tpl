@@ -1,0 +1,132 @@
+{{- define "gw.securityContext" -}}
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  runAsNonRoot: true
+  capabilities: {drop: [ALL]}
+  seccompProfile: {type: RuntimeDefault}
+{{- end -}}
+
+{{- define "gw.pullPolicy" -}}
+{{- with .Values.image.pullPolicy }}
+imagePullPolicy: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{- define "gw.envoyContainer" -}}
+- name: envoy
+  image: {{ .Values.envoy.image }}
+  args:
+  - envoy
+  - --config-path
+  - /etc/envoy/config/{{ .Values.envoy.config }}
+  - --disable-hot-restart
+  - --log-level
+  - {{ .Values.envoy.logLevel }}
+  ports:
+  - {name: https, containerPort: 8443, protocol: TCP}
+  - {name: envoy-metrics, containerPort: 9902, protocol: TCP}
+  # /readyz goes through Envoy to the bridge, which checks the raw relay.
+  readinessProbe:
+    httpGet: {path: /readyz, port: https, scheme: {{ ternary "HTTP" "HTTPS" (eq .Values.envoy.config "envoy-plaintext.yaml") }}}
+    periodSeconds: 5
+    timeoutSeconds: 3
+    failureThreshold: 2
+  livenessProbe:
+    tcpSocket: {port: https}
+    periodSeconds: 10
+    failureThreshold: 3
+  lifecycle:
+    # Envoy does not drain upgraded connections: keep it up while the bridge closes every session.
+    preStop:
+      sleep: {seconds: 35}
+  resources:
+    {{- toYaml .Values.envoy.resources | nindent 4 }}
+  {{- include "gw.securityContext" . | nindent 2 }}
+  volumeMounts:
+  - {name: envoy-config, mountPath: /etc/envoy/config, readOnly: true}
+  - {name: tls, mountPath: /etc/envoy/tls, readOnly: true}
+  - {name: tmp, mountPath: /tmp}
+{{- end -}}
+
+{{- define "gw.extauthzContainer" -}}
+{{- $envoy := eq .Values.front "envoy" -}}
+{{- $x := .Values.extauthz -}}
+- name: extauthz
+  image: {{ include "gw.image" . }}
+  {{- include "gw.pullPolicy" . | indent 2 }}
+  command: [/usr/local/bin/wirekube-extauthz]
+  args:
+  - --grpc-listen={{ ternary "127.0.0.1:9001" ":9001" $envoy }}
+  - --http-listen={{ ternary "" ":9002" $envoy }}
+  - --metrics-listen=:9103
+  - --audience={{ $x.audience }}
+  {{- range $x.agentServiceAccounts }}
+  - --agent-service-account={{ . }}
+  {{- end }}
+  - --peer-namespace={{ $x.peerNamespace }}
+  - --check-timeout={{ $x.checkTimeout }}
+  {{- range $x.allowServiceAccounts }}
+  - --allow-service-account={{ . }}
+  {{- end }}
+  {{- range $x.authnOnlyPaths }}
+  - --authn-only-path={{ . }}
+  {{- end }}
+  {{- range $x.allowedOrigins }}
+  - --allowed-origins={{ . }}
+  {{- end }}
+  {{- range $x.extraArgs }}
+  - {{ . }}
+  {{- end }}
+  ports:
+  - {name: authz-metrics, containerPort: 9103, protocol: TCP}
+  {{- if not $envoy }}
+  - {name: authz-grpc, containerPort: 9001, protocol: TCP}
+  - {name: authz-http, containerPort: 9002, protocol: TCP}
+  {{- end }}
+  readinessProbe:
+    httpGet: {path: /readyz, port: authz-metrics}
+    periodSeconds: 5
+  livenessProbe:
+    httpGet: {path: /healthz, port: authz-metrics}
+    periodSeconds: 10
+  resources:
+    {{- toYaml $x.resources | nindent 4 }}
+  {{- include "gw.securityContext" . | nindent 2 }}
+  volumeMounts:
+  - {name: kube-api-access, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+{{- end -}}
+
+{{- define "gw.bridgeContainer" -}}
+{{- $envoy := eq .Values.front "envoy" -}}
+{{- $b := .Values.bridge -}}
+- name: bridge
+  image: {{ include "gw.image" . }}
+  {{- include "gw.pullPolicy" . | indent 2 }}
+  command: [/usr/local/bin/wirekube-bridge]
+  args:
+  - --listen={{ ternary "127.0.0.1:8081" ":8081" $envoy }}
+  - --metrics-listen=:9102
+  - --relay-addr={{ $b.relayAddr }}
+  - --max-sessions={{ int $b.maxSessions }}
+  - --drain-timeout={{ $b.drainTimeout }}
+  {{- range $b.extraArgs }}
+  - {{ . }}
+  {{- end }}
+  ports:
+  - {name: bridge-metrics, containerPort: 9102, protocol: TCP}
+  {{- if not $envoy }}
+  - {name: http, containerPort: 8081, protocol: TCP}
+  {{- end }}
+  # A probe may try a second relay Pod after --relay-dial-timeout (1s).
+  readinessProbe:
+    httpGet: {path: /readyz, port: bridge-metrics}
+    periodSeconds: 5
+    timeoutSeconds: 3
+  livenessProbe:
+    httpGet: {path: /healthz, port: bridge-metrics}
+    periodSeconds: 10
+  resources:
+    {{- toYaml $b.resources | nindent 4 }}
+  {{- include "gw.securityContext" . | nindent 2 }}
+{{- end -}}

@@ -1,0 +1,279 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wirekube/relay-ws/internal/netpol"
+)
+
+var chartDir = filepath.Join("..", ChartPath)
+
+// renderChart renders the chart into wirekube-system with extra helm args.
+func renderChart(t *testing.T, extra ...string) *rendered {
+	t.Helper()
+	out, err := HelmTemplate(t.Context(), chartDir, namespace, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatalf("decode chart: %v", err)
+	}
+	return &rendered{dir: "chart " + strings.Join(extra, " "), objs: objs}
+}
+
+// chartValueSets are the shapes the chart is linted, rendered and dry-run in.
+var chartValueSets = map[string][]string{
+	"default":    nil,
+	"front-none": {"--set", "front=none"},
+	"migration":  {"--set", "networkPolicy.migrationNodeCIDRs={" + netpol.MigrationNodeCIDR + "}"},
+	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true"},
+	"plaintext":  {"--set", "envoy.config=envoy-plaintext.yaml"},
+}
+
+func TestChartLint(t *testing.T) {
+	for name, extra := range chartValueSets {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"lint", "--strict", chartDir, "--namespace", namespace, "--kube-version", HelmKubeVersion}, extra...)
+			if out, err := Helm(t.Context(), args...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestChartRejectsBadValues: values the chart must refuse to render.
+func TestChartRejectsBadValues(t *testing.T) {
+	for name, extra := range map[string][]string{
+		"unknown front":         {"--set", "front=nginx"},
+		"front none, no policy": {"--set", "front=none,networkPolicy.enabled=false"},
+		"no replicas":           {"--set", "replicas=0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
+				t.Fatal("rendered, want a failure")
+			}
+		})
+	}
+}
+
+// helmOnlyLabels are the labels the chart adds to object metadata (Helm's
+// conventions) that manifests/base does not carry; they are not selectors.
+var helmOnlyLabels = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
+	"app.kubernetes.io/version", "helm.sh/chart"}
+
+// kustomizeHash is the suffix configMapGenerator appends to a name.
+var kustomizeHash = regexp.MustCompile(`^(wirekube-relay-gateway-envoy)-[a-z0-9]{10}$`)
+
+// normalize removes what legitimately differs between the chart and
+// kustomize: Helm's labels, the chart's config checksum annotation (the
+// chart's way to roll Pods on a config change) and kustomize's name hash
+// (kustomize's way), in the ConfigMap and in the Pod's reference to it.
+func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		labels := o.GetLabels()
+		for _, k := range helmOnlyLabels {
+			delete(labels, k)
+		}
+		o.SetLabels(labels)
+		unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations", "checksum/envoy-config")
+		if m := kustomizeHash.FindStringSubmatch(o.GetName()); m != nil && o.GetKind() == "ConfigMap" {
+			o.SetName(m[1])
+		}
+		if vols, ok, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes"); ok {
+			for _, v := range vols {
+				if cm, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+					if m := kustomizeHash.FindStringSubmatch(cm["name"].(string)); m != nil {
+						cm["name"] = m[1]
+					}
+				}
+			}
+			_ = unstructured.SetNestedSlice(o.Object, vols, "spec", "template", "spec", "volumes")
+		}
+		key := o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+		if _, dup := out[key]; dup {
+			t.Errorf("two objects %s", key)
+		}
+		out[key] = o.Object
+	}
+	return out
+}
+
+// sameObjects compares two renderings object by object.
+func sameObjects(t *testing.T, chart, kust []*unstructured.Unstructured) {
+	t.Helper()
+	a, b := normalize(t, chart), normalize(t, kust)
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ca, cb := a[k], b[k]
+		switch {
+		case ca == nil:
+			t.Errorf("%s: only in the kustomize rendering", k)
+		case cb == nil:
+			t.Errorf("%s: only in the chart", k)
+		case !reflect.DeepEqual(ca, cb):
+			ya, _ := yaml.Marshal(ca)
+			yb, _ := yaml.Marshal(cb)
+			t.Errorf("%s differs.\nchart:\n%s\nkustomize:\n%s", k, ya, yb)
+		}
+	}
+}
+
+// TestChartMatchesBase: with default values the chart renders the objects
+// of manifests/base.
+func TestChartMatchesBase(t *testing.T) {
+	sameObjects(t, renderChart(t).objs, render(t, "base").objs)
+}
+
+// TestChartFrontNoneMatchesComponent: front=none renders the base with
+// components/without-envoy (examples/ingress-nginx without its Ingress).
+func TestChartFrontNoneMatchesComponent(t *testing.T) {
+	var kust []*unstructured.Unstructured
+	for _, o := range render(t, "examples/ingress-nginx").objs {
+		if o.GetKind() != "Ingress" {
+			kust = append(kust, o)
+		}
+	}
+	sameObjects(t, renderChart(t, chartValueSets["front-none"]...).objs, kust)
+}
+
+// TestChartMonitoringMatchesExample: the chart's PodMonitor and
+// PrometheusRule are those of examples/prometheus.
+func TestChartMonitoringMatchesExample(t *testing.T) {
+	chart := renderChart(t, chartValueSets["monitoring"]...)
+	sameObjects(t, append(chart.all("PodMonitor"), chart.all("PrometheusRule")...), render(t, "examples/prometheus").objs)
+	chart.one(t, "ServiceMonitor", "wirekube-relay-gateway")
+}
+
+// TestChartNetworkPolicyFlows: the chart's policies hold the flow table.
+func TestChartNetworkPolicyFlows(t *testing.T) {
+	for name, s := range map[string]netpol.Shape{
+		"default": {}, "migration": {Migration: true}, "front-none": {WithoutEnvoy: true},
+	} {
+		t.Run(name, func(t *testing.T) { checkFlows(t, renderChart(t, chartValueSets[name]...), s) })
+	}
+}
+
+// TestChartEnvoyFilesNoDrift: the chart's files/ are byte-for-byte copies
+// of envoy/ (helm cannot read outside the chart).
+func TestChartEnvoyFilesNoDrift(t *testing.T) {
+	for copyName, src := range map[string]string{"envoy.yaml": "../envoy/envoy.yaml",
+		"envoy-plaintext.yaml": "../envoy/envoy-plaintext.yaml", "sds-tls.yaml": "../envoy/sds/tls.yaml"} {
+		want, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "files", copyName))
+		mustf(t, err == nil && string(got) == string(want), "%s/files/%s differs from %s: run make manifests-sync", ChartPath, copyName, src)
+	}
+}
+
+// renderNotes renders NOTES.txt (helm template never prints it) by copying
+// the chart to a temporary directory with the notes as an ordinary template.
+func renderNotes(t *testing.T, extra ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "chart")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// helm parses every template as YAML: wrap the notes in a string field.
+	wrapped := "{{- define \"test.notes\" -}}\n" + string(notes) + "\n{{- end -}}\nnotes: {{ include \"test.notes\" . | toJson }}\n"
+	if err := os.WriteFile(filepath.Join(dir, "templates", "notes-as-template.yaml"), []byte(wrapped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := HelmTemplate(t.Context(), dir, namespace, append(extra, "--show-only", "templates/notes-as-template.yaml")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Notes string }
+	if err := yaml.Unmarshal(out, &doc); err != nil || doc.Notes == "" {
+		t.Fatalf("rendered notes: %v\n%s", err, out)
+	}
+	return doc.Notes
+}
+
+// TestChartNotes: NOTES.txt prints a WireKubeMesh that the CRD fixture
+// accepts, pointing at the public host, and probe commands whose flags
+// exist.
+func TestChartNotes(t *testing.T) {
+	for name, extra := range chartValueSets {
+		t.Run(name, func(t *testing.T) {
+			notes := renderNotes(t, append(extra, "--set", "publicHost=relay.test.example")...)
+			i := strings.Index(notes, "apiVersion: wirekube.io/")
+			if i < 0 {
+				t.Fatalf("no WireKubeMesh snippet in NOTES:\n%s", notes)
+			}
+			var mesh unstructured.Unstructured
+			if err := yaml.Unmarshal([]byte(dedentBlock(notes[i-3:])), &mesh.Object); err != nil {
+				t.Fatalf("WireKubeMesh snippet: %v", err)
+			}
+			mustf(t, mesh.GetKind() == "WireKubeMesh", "snippet kind %q", mesh.GetKind())
+			mustf(t, str(mesh.Object, "spec", "relay", "managed", "controlEndpoint") == "wss://relay.test.example/relay" &&
+				str(mesh.Object, "spec", "relay", "managed", "transport") == "wss", "snippet %v", mesh.Object)
+			checkProbeCommands(t, notes)
+		})
+	}
+}
+
+// dedentBlock returns the indented block at the start of s, dedented.
+func dedentBlock(s string) string {
+	lines := strings.Split(s, "\n")
+	indent := len(lines[0]) - len(strings.TrimLeft(lines[0], " "))
+	var out []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" || len(l)-len(strings.TrimLeft(l, " ")) < indent {
+			break
+		}
+		out = append(out, l[indent:])
+	}
+	return strings.Join(out, "\n")
+}
+
+// checkProbeCommands: every wirekube-relay-probe command in the notes names
+// only flags the probe defines (read from its flag definitions).
+func checkProbeCommands(t *testing.T, notes string) {
+	t.Helper()
+	src, err := os.ReadFile("../tools/probe/cli.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	for _, m := range regexp.MustCompile(`fs\.\w+\(&o\.\w+, "([a-z-]+)"`).FindAllStringSubmatch(string(src), -1) {
+		defined[m[1]] = true
+	}
+	mustf(t, defined["url"], "could not read the probe's flags")
+	// A command continues on the next line after a trailing backslash.
+	cmds := regexp.MustCompile(`wirekube-relay-probe (?:[^\n\\]|\\\n)*`).FindAllString(notes, -1)
+	mustf(t, len(cmds) >= 2, "want the node and the token probe commands, got %q", cmds)
+	for _, c := range cmds {
+		mustf(t, strings.Contains(c, "--url wss://relay.test.example/relay"), "probe command without the relay URL: %q", c)
+		for _, f := range regexp.MustCompile(`\s--([a-z-]+)`).FindAllStringSubmatch(c, -1) {
+			mustf(t, defined[f[1]], "probe command uses --%s, which the probe does not define", f[1])
+		}
+	}
+}
