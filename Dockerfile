@@ -9,9 +9,13 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
+# The version the binaries report (--version, build-info metric); the
+# release workflow passes the tag.
+ARG VERSION=dev
 # Static binaries (no cgo) so they run on distroless/static.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ \
+    CGO_ENABLED=0 go build -trimpath \
+      -ldflags="-s -w -X github.com/wirekube/relay-ws/internal/version.Version=${VERSION}" -o /out/ \
       ./extauthz/cmd/wirekube-extauthz \
       ./bridge/cmd/wirekube-bridge \
       ./tools/cmd/wirekube-relay-probe \

@@ -3,6 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN ?= $(CURDIR)/bin
 STATICCHECK_VERSION ?= v0.8.2
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := $(CURDIR)/e2e/.cache/actionlint/$(ACTIONLINT_VERSION)/actionlint
 FUZZTIME ?= 10s
 # The binaries users run. The reference relay is a test fixture and is built
 # only into bin/ for the tests and the demo, never into an image.
@@ -30,13 +32,24 @@ test-unit: ## Unit tests with the race detector.
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: ## gofmt check, go vet, pinned staticcheck.
+lint: actionlint ## gofmt check, go vet, pinned staticcheck, actionlint.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/... ./demo/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./e2e/... ./demo/...
+
+.PHONY: actionlint
+# The workflows cannot run here; actionlint (built from the Go module proxy,
+# pinned, cached per version) checks their syntax, expressions and types.
+actionlint: $(ACTIONLINT) ## Lint .github/workflows with the pinned actionlint.
+	$(ACTIONLINT) -color=false
+
+$(ACTIONLINT):
+	@echo "building actionlint $(ACTIONLINT_VERSION) from the Go module proxy"
+	@mkdir -p $(@D)
+	GOBIN=$(@D) GOFLAGS= GOWORK=off $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 .PHONY: fuzz
 # A run that ends with a bare "context deadline exceeded" and writes no failing
