@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wirekube/relay-ws/internal/refrelay"
+	"github.com/wirekube/relay-ws/internal/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -131,10 +132,10 @@ func TestRelayDialerRotatesOverSortedAddresses(t *testing.T) {
 	if res.calls != 1 {
 		t.Errorf("%d lookups for 6 dials within the resolve TTL, want 1", res.calls)
 	}
-	if n := testutil.ToFloat64(m.addresses); n != 3 {
+	if n := promtest.ToFloat64(m.addresses); n != 3 {
 		t.Errorf("relay_addresses = %v, want 3", n)
 	}
-	if n := testutil.ToFloat64(m.attempts.WithLabelValues(dialOK)); n != 6 {
+	if n := promtest.ToFloat64(m.attempts.WithLabelValues(dialOK)); n != 6 {
 		t.Errorf("ok attempts = %v, want 6", n)
 	}
 }
@@ -144,7 +145,7 @@ func TestRelayDialerFailsOverAndOrdersFailedLast(t *testing.T) {
 	lns[1].Close() // 127.0.0.2 is gone: refused
 	res := &fixedResolver{addrs: relayIPs}
 	d, m := newTestDialer(t, port, res, nil)
-	clock := &stepClock{now: time.Unix(1000, 0)}
+	clock := testutil.NewClock(time.Unix(1000, 0))
 	d.now = clock.Now
 
 	var got []string
@@ -161,7 +162,7 @@ func TestRelayDialerFailsOverAndOrdersFailedLast(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("dials went to %v, want %v", got, want)
 	}
-	if n := testutil.ToFloat64(m.attempts.WithLabelValues(dialRefused)); n != 1 {
+	if n := promtest.ToFloat64(m.attempts.WithLabelValues(dialRefused)); n != 1 {
 		t.Errorf("refused attempts = %v, want 1 (the failed address is tried again only after failTTL)", n)
 	}
 	clock.Advance(d.failTTL)
@@ -189,7 +190,7 @@ func TestRelayDialerPerAddressTimeout(t *testing.T) {
 	if err != nil || host != "127.0.0.2" {
 		t.Fatalf("dial = %q, %v; want 127.0.0.2 after the hanging address timed out", host, err)
 	}
-	if n := testutil.ToFloat64(m.attempts.WithLabelValues(dialTimeout)); n != 1 {
+	if n := promtest.ToFloat64(m.attempts.WithLabelValues(dialTimeout)); n != 1 {
 		t.Errorf("timeout attempts = %v, want 1", n)
 	}
 	// The caller giving up is not the address's fault.
@@ -216,7 +217,7 @@ func TestRelayDialerResolution(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := &fixedResolver{addrs: relayIPs[:1], err: tt.first}
 			d, m := newTestDialer(t, port, res, nil)
-			clock := &stepClock{now: time.Unix(1000, 0)}
+			clock := testutil.NewClock(time.Unix(1000, 0))
 			d.now = clock.Now
 			_, _ = acceptedBy(t, d, t.Context())
 			clock.Advance(d.resolveTTL)
@@ -228,7 +229,7 @@ func TestRelayDialerResolution(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrRelayUnreachable) {
 				t.Errorf("error %v does not wrap ErrRelayUnreachable", err)
 			}
-			if n := testutil.ToFloat64(m.resolves.WithLabelValues(resolveStale)); n != tt.wantStale {
+			if n := promtest.ToFloat64(m.resolves.WithLabelValues(resolveStale)); n != tt.wantStale {
 				t.Errorf("stale resolutions = %v, want %v", n, tt.wantStale)
 			}
 			if res.calls != 2 {
@@ -310,7 +311,7 @@ func TestBridgeSpreadsSessionsOverRelayPods(t *testing.T) {
 	if code := readyz(h); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz with no relay Pod = %d, want 503", code)
 	}
-	failed := testutil.ToFloat64(h.srv.relay.observe.(*dialMetrics).attempts.WithLabelValues(dialRefused))
+	failed := promtest.ToFloat64(h.srv.relay.observe.(*dialMetrics).attempts.WithLabelValues(dialRefused))
 	if failed < 3 {
 		t.Errorf("refused attempts = %v, want at least 3", failed)
 	}
@@ -327,24 +328,6 @@ func registerOn(t *testing.T, h *harness, r *refrelay.Server, k relayproto.Key) 
 	if err := r.WaitRegistered(ctx, k); err != nil {
 		t.Fatalf("key %s not registered on the expected relay Pod: %v", k, err)
 	}
-}
-
-// stepClock is the dialer's clock for TTL tests: it moves only by Advance.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // forgetReady drops the cached readiness so the next /readyz probes.

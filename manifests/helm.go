@@ -3,12 +3,13 @@ package manifests
 import (
 	"bytes"
 	"context"
-	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/wirekube/relay-ws/internal/gotool"
 )
 
 // The helm release the chart is linted and rendered with, built from the Go
@@ -90,38 +91,10 @@ func ResolveHelm(ctx context.Context) (string, error) {
 	return bin, nil
 }
 
-func isPinnedHelm(path string) bool {
-	info, err := buildinfo.ReadFile(path)
-	return err == nil && info.Path == HelmModule && info.Main.Version == HelmVersion
-}
+func isPinnedHelm(path string) bool { return gotool.Pinned(path, HelmModule, HelmVersion) }
 
-// installHelm builds the pinned helm into dir/helm through a fresh
-// directory and a rename, so a concurrent caller never runs a half-written
-// binary. GOFLAGS and GOWORK are cleared: `go install m@v` builds m's own
-// module graph.
+// installHelm builds the pinned helm into dir/helm.
 func installHelm(ctx context.Context, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("helm: %w", err)
-	}
-	tmp, err := os.MkdirTemp(dir, ".helm-")
-	if err != nil {
-		return fmt.Errorf("helm: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("helm: go is needed to install %s@%s: %w", HelmModule, HelmVersion, err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, goBin, "install", HelmModule+"@"+HelmVersion)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOWORK=off")
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("helm: go install %s@%s: %w: %s", HelmModule, HelmVersion, err, stderr.String())
-	}
-	if err := os.Rename(filepath.Join(tmp, "helm"), filepath.Join(dir, "helm")); err != nil {
-		return fmt.Errorf("helm: %w", err)
-	}
-	return nil
+	_, err := gotool.Install(ctx, HelmModule, HelmVersion, dir)
+	return err
 }

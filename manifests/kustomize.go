@@ -3,13 +3,14 @@ package manifests
 import (
 	"bytes"
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/wirekube/relay-ws/internal/gotool"
 )
 
 // The kustomize release the manifests are rendered with when no kustomize is
@@ -131,43 +132,13 @@ func (r resolver) kubectl() (string, bool) {
 	return p, err == nil
 }
 
-// isPinned reports whether path is a kustomize built from KustomizeModule at
-// KustomizeVersion. It reads the Go build info instead of running
-// `kustomize version`, which prints "(devel)" for a `go install` build.
-func isPinned(path string) bool {
-	info, err := buildinfo.ReadFile(path)
-	return err == nil && info.Main.Path == KustomizeModule && info.Main.Version == KustomizeVersion
-}
+// isPinned reports whether path is the pinned kustomize.
+func isPinned(path string) bool { return gotool.Pinned(path, KustomizeModule, KustomizeVersion) }
 
-// goInstall installs the pinned kustomize into binDir/kustomize. It builds
-// into a fresh directory and renames, so a concurrent renderer never runs a
-// half-written binary. GOFLAGS and GOWORK are cleared: `go install m@v`
-// builds m's own module graph, never this repository's go.mod or a workspace.
+// goInstall installs the pinned kustomize into binDir/kustomize.
 func goInstall(ctx context.Context, binDir string) error {
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return fmt.Errorf("kustomize: %w", err)
-	}
-	tmp, err := os.MkdirTemp(binDir, ".kustomize-")
-	if err != nil {
-		return fmt.Errorf("kustomize: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("kustomize: no kubectl and no kustomize, and go is needed to install %s: %w", KustomizeVersion, err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, goBin, "install", KustomizeModule+"@"+KustomizeVersion)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=", "GOWORK=off")
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kustomize: go install %s@%s: %w: %s", KustomizeModule, KustomizeVersion, err, stderr.String())
-	}
-	if err := os.Rename(filepath.Join(tmp, "kustomize"), filepath.Join(binDir, "kustomize")); err != nil {
-		return fmt.Errorf("kustomize: %w", err)
-	}
-	return nil
+	_, err := gotool.Install(ctx, KustomizeModule, KustomizeVersion, binDir)
+	return err
 }
 
 // errNoRepo means no go.mod of ModulePath lies above the working directory.
