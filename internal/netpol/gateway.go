@@ -9,8 +9,9 @@ import (
 )
 
 // The cluster the gateway's flow table is evaluated in: WireKube installed
-// by its Helm chart in wirekube-system (labels and ports from the chart,
-// docs/alongside-chart.md), this gateway beside it, a Prometheus, other
+// by its Helm chart in wirekube-system (labels and ports as the chart
+// fixtures in manifests/testdata/wirekube-chart, which a test keeps equal
+// to these), this gateway beside it, a Prometheus, other
 // workloads, nodes on 10.0.0.0/24 and the internet.
 var (
 	relayPorts = []corev1.ContainerPort{
@@ -18,10 +19,16 @@ var (
 		{Name: "udp", ContainerPort: 3478, Protocol: corev1.ProtocolUDP},
 		{Name: "cluster", ContainerPort: 3479, Protocol: corev1.ProtocolTCP},
 	}
+	// chartLabels are the WireKube chart's labels (v0.0.17); component is
+	// set on relay objects only.
 	chartLabels = func(name, component string) map[string]string {
-		return map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/component": component,
-			"app.kubernetes.io/part-of": "wirekube", "app.kubernetes.io/instance": "wirekube",
-			"app.kubernetes.io/managed-by": "Helm"}
+		l := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "wirekube",
+			"app.kubernetes.io/instance": "wirekube", "app.kubernetes.io/managed-by": "Helm",
+			"app.kubernetes.io/version": "v0.0.17"}
+		if component != "" {
+			l["app.kubernetes.io/component"] = component
+		}
+		return l
 	}
 
 	RelayPod = Endpoint{Name: "relay-pod-a", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.10"),
@@ -34,9 +41,9 @@ var (
 	ChartGatewayPod = Endpoint{Name: "chart-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.30"),
 		Labels: chartLabels("wirekube-relay-ws", "relay")}
 	AgentHostNetwork = Endpoint{Name: "agent-hostnetwork", Namespace: "wirekube-system", HostNetwork: true,
-		IP: netip.MustParseAddr("10.0.0.5"), Labels: chartLabels("wirekube-agent", "agent")}
+		IP: netip.MustParseAddr("10.0.0.5"), Labels: chartLabels("wirekube-agent", "")}
 	AgentOnPodNetwork = Endpoint{Name: "agent-labelled-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.40"),
-		Labels: chartLabels("wirekube-agent", "agent")}
+		Labels: chartLabels("wirekube-agent", "")}
 	OtherPod = Endpoint{Name: "pod-in-default", Namespace: "default", IP: netip.MustParseAddr("10.244.3.10"),
 		Labels: map[string]string{"app": "anything"}}
 	ProxyPod = Endpoint{Name: "ingress-proxy-pod", Namespace: "ingress-nginx", IP: netip.MustParseAddr("10.244.3.20"),
