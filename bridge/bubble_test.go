@@ -154,13 +154,5 @@ func (b *bubble) register(t *testing.T, k relayproto.Key) (*websocket.Conn, net.
 // expectDeny expects the upgrade to be refused with reason.
 func (b *bubble) expectDeny(t *testing.T, reason contract.Reason) {
 	t.Helper()
-	d := websocket.Dialer{NetDialContext: b.ln.DialContext, Subprotocols: []string{contract.Subprotocol}}
-	ws, resp, err := d.Dial("ws://bridge/relay", identity(testKey(2)))
-	if err == nil {
-		ws.Close()
-		t.Fatalf("upgrade succeeded, want %s", reason)
-	}
-	if resp == nil || resp.StatusCode != reason.HTTPStatus() || resp.Header.Get(contract.HeaderDenyReason) != string(reason) {
-		t.Fatalf("got %v, want %d %s", resp, reason.HTTPStatus(), reason)
-	}
+	expectDenyVia(t, websocket.Dialer{NetDialContext: b.ln.DialContext}, "ws://bridge/relay", reason)
 }

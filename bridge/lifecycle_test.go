@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func getStatus(t *testing.T, url string) int {
@@ -109,7 +110,7 @@ func TestDrainTimeoutCutsSessions(t *testing.T) {
 
 func TestHealthzReadyzAndMetricsEndpoints(t *testing.T) {
 	h := startBridge(t, nil)
-	down := startBridge(t, func(o *Options) { o.RelayAddr = closedAddr(t) })
+	down := startBridge(t, func(o *Options) { o.RelayAddr = testutil.ClosedAddr(t) })
 	tests := []struct {
 		name    string
 		handler http.Handler

@@ -225,7 +225,7 @@ func TestStuckClientClosesOnlyItsSession(t *testing.T) {
 }
 
 func TestRelayUnavailableAndCapacity(t *testing.T) {
-	down := startBridge(t, func(o *Options) { o.RelayAddr = closedAddr(t) })
+	down := startBridge(t, func(o *Options) { o.RelayAddr = testutil.ClosedAddr(t) })
 	expectDeny(t, down.url, contract.ReasonRelayUnavailable)
 
 	full := startBridge(t, func(o *Options) { o.MaxSessions = 1 })
@@ -235,7 +235,13 @@ func TestRelayUnavailableAndCapacity(t *testing.T) {
 
 func expectDeny(t *testing.T, url string, reason contract.Reason) {
 	t.Helper()
-	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}}
+	expectDenyVia(t, websocket.Dialer{}, url, reason)
+}
+
+// expectDenyVia expects an upgrade through d to be refused with reason.
+func expectDenyVia(t *testing.T, d websocket.Dialer, url string, reason contract.Reason) {
+	t.Helper()
+	d.Subprotocols = []string{contract.Subprotocol}
 	ws, resp, err := d.Dial(url, identity(testKey(2)))
 	if err == nil {
 		ws.Close()
@@ -247,18 +253,6 @@ func expectDeny(t *testing.T, url string, reason contract.Reason) {
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		t.Fatal("upgraded")
 	}
-}
-
-// closedAddr is a loopback address nobody listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // TestNoGoroutineOutlivesItsSession ends sessions every way and checks that

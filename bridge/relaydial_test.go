@@ -242,7 +242,7 @@ func TestRelayDialerResolution(t *testing.T) {
 func TestRelayDialerIPLiteralIsNotResolved(t *testing.T) {
 	res := &fixedResolver{}
 	m, _ := newDialMetrics(prometheus.NewRegistry())
-	d, err := newRelayDialer(closedAddr(t), res.lookup, (&net.Dialer{}).DialContext, time.Second, m)
+	d, err := newRelayDialer(testutil.ClosedAddr(t), res.lookup, (&net.Dialer{}).DialContext, time.Second, m)
 	if err != nil {
 		t.Fatal(err)
 	}

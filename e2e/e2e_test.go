@@ -11,18 +11,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// client-go's log flusher and idle keep-alive connections of the
-		// shared HTTP transports outlive the test by design.
-		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.ClientGoLeaks()...) }
 
 // TestE2E runs every scenario through every front, then the faults (which
 // disturb the shared stack) and finally the log scan, in this order.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,25 +14,15 @@ import (
 	"testing"
 
 	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 // secret stands in for a token a client put somewhere it does not belong.
 const secret = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2VuLWJvZHk.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
 
-// closedAddr is a loopback address nothing listens on: ext_authz fails at once.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func newLoggingServer(t *testing.T, access io.Writer) *Server {
 	t.Helper()
-	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: closedAddr(t), Bridge: closedAddr(t),
+	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: testutil.ClosedAddr(t), Bridge: testutil.ClosedAddr(t),
 		Logger: slog.New(slog.DiscardHandler), AccessLog: access})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -110,5 +111,12 @@ func TestClock(t *testing.T) {
 	wg.Wait()
 	if got := c.Now().Sub(start); got != 10*time.Second {
 		t.Fatalf("advanced %s, want 10s", got)
+	}
+}
+
+func TestClosedAddrRefuses(t *testing.T) {
+	if c, err := net.Dial("tcp", ClosedAddr(t)); err == nil {
+		c.Close()
+		t.Fatal("a dial to ClosedAddr connected")
 	}
 }
