@@ -45,8 +45,14 @@ func (s *session) clientToRelay() {
 // decodeClient decodes the bytes read so far and passes the message
 // payload through the frame filter. It reports done when reading should
 // stop (the client's close frame, or the linger bound after end).
+//
+// One buffer holds both stages, and payload is unmasked in place: s.raw is
+// [decoded stream not yet consumed by the filter: s.inLen bytes][client
+// bytes not yet decoded]. The decoder writes each payload byte at or before
+// the place it read it from, closing the gaps the frame headers leave, so
+// there is no second copy of the stream and no second buffer.
 func (s *session) decodeClient() (bool, *closeError) {
-	if s.raw.n == 0 {
+	if s.raw.n == s.inLen {
 		return false, nil
 	}
 	ended := s.ended()
@@ -54,28 +60,20 @@ func (s *session) decodeClient() (bool, *closeError) {
 		return s.linger(0), nil
 	}
 	s.dec.discard = s.dec.discard || ended
-	raw := (*s.raw.b)[:s.raw.n]
-	off := 0
+	buf, start := *s.raw.b, s.inLen
+	used, wrote, err := s.dec.decode(buf[start:s.raw.n], buf[start:])
+	s.inLen += wrote
 	var done bool
-	var cerr *closeError
-	for off < len(raw) && cerr == nil && !done && !s.lingerRaw {
-		used, wrote, err := s.dec.decode(raw[off:], s.take(&s.in)[s.in.n:])
-		off += used
-		s.in.n += wrote
-		cerr = s.flushIn(ended)
-		if err != nil && cerr == nil {
-			done, cerr = s.decodeErr(err, ended)
-		}
-		if used == 0 && wrote == 0 {
-			break // an incomplete header or control frame: read more
-		}
+	cerr := s.flushIn(ended)
+	if err != nil && cerr == nil {
+		done, cerr = s.decodeErr(err, ended)
 	}
 	// Keep only what was not decoded, whatever stopped decoding: the
 	// decoder has consumed the rest, and must not see it again.
-	s.raw.n = copy(raw, raw[off:])
-	s.release(&s.in)
+	s.raw.n = s.inLen + copy(buf[s.inLen:], buf[start+used:s.raw.n])
+	s.release(&s.raw)
 	if ended && !done {
-		done = s.linger(off)
+		done = s.linger(used)
 	}
 	return done, cerr
 }
@@ -95,20 +93,23 @@ func (s *session) linger(n int) bool {
 	return s.lingered >= lingerLimit
 }
 
-// flushIn runs the stream through the filter, forwarding verified frames;
-// an incomplete frame stays in s.in for the next bytes.
+// flushIn runs the decoded stream at the start of s.raw through the
+// filter, forwarding verified frames; an incomplete frame moves to the
+// start of the buffer for the next bytes.
 func (s *session) flushIn(ended bool) *closeError {
 	if ended {
-		s.in.n = 0
+		s.inLen = 0
 		return nil
 	}
-	if s.in.n == 0 {
+	if s.inLen == 0 {
 		return nil
 	}
-	buf := *s.in.b
+	buf := *s.raw.b
 	wasRegistered := s.filter.registered
-	used, err := s.filter.scan(buf[:s.in.n], s.writeRelay)
-	s.in.n = copy(buf, buf[used:s.in.n])
+	used, err := s.filter.scan(buf[:s.inLen], s.writeRelay)
+	if used > 0 {
+		s.inLen = copy(buf, buf[used:s.inLen])
+	}
 	if !wasRegistered && s.filter.registered {
 		s.registered()
 	}

@@ -25,8 +25,8 @@ type session struct {
 
 	filter                frameFilter
 	dec                   wsDecoder
-	raw                   streamBuf // client bytes read, not yet decoded
-	in                    streamBuf // client -> relay stream bytes not yet consumed
+	raw                   streamBuf // client bytes: decoded (inLen) then not yet decoded
+	inLen                 int       // decoded client -> relay stream bytes at the start of raw
 	out                   streamBuf // relay -> client bytes not yet sent
 	fromClient, fromRelay idleReader
 
@@ -101,8 +101,7 @@ func (s *session) run() *closeError {
 	wg.Wait()
 	s.inflight.Wait()
 	_ = s.ws.Close()
-	s.in.n, s.out.n, s.raw.n = 0, 0, 0
-	s.release(&s.in)
+	s.inLen, s.out.n, s.raw.n = 0, 0, 0
 	s.release(&s.out)
 	s.release(&s.raw)
 	return s.result

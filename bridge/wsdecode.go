@@ -98,7 +98,9 @@ type wsDecoder struct {
 // dst. It stops when p is used up, when dst is full or when the rest of p
 // is an incomplete header or control frame, and returns how many bytes of
 // p it consumed and of dst it wrote. Control frame payloads are unmasked
-// in place in p.
+// in place in p. dst may start where p starts (decoding in place): the
+// payload is then written at or before where it was read, never over
+// bytes not yet consumed.
 func (d *wsDecoder) decode(p, dst []byte) (consumed, written int, err error) {
 	for consumed < len(p) {
 		if d.remaining > 0 {
@@ -158,23 +160,35 @@ func (d *wsDecoder) startData(h wsHeader) error {
 	return nil
 }
 
-// unmask XORs src into dst with the frame's mask, eight bytes at a time.
+// unmask XORs src with the frame's mask into dst, 32 bytes per step as four
+// 8-byte words with the mask rotated to the current phase and repeated.
+// dst may be src itself or start before it in the same buffer (the decoder
+// unmasks in place, closing the gaps the frame headers leave): each word is
+// read before the bytes it covers are written, so a write never clobbers
+// input not yet read.
 func (d *wsDecoder) unmask(dst, src []byte) {
-	pos, i := d.maskPos&3, 0
-	if len(src) >= 8 {
-		var m [8]byte
-		for j := range m {
-			m[j] = d.mask[(pos+j)&3]
-		}
-		key := binary.LittleEndian.Uint64(m[:])
-		for ; i+8 <= len(src); i += 8 {
-			binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^key)
-		}
+	n, pos := len(src), d.maskPos&3
+	dst = dst[:n]
+	var m [8]byte
+	for j := range m {
+		m[j] = d.mask[(pos+j)&3]
 	}
-	for ; i < len(src); i++ { // i is a multiple of 8: the mask phase is unchanged
-		dst[i] = src[i] ^ d.mask[(pos+i)&3]
+	key := binary.LittleEndian.Uint64(m[:])
+	i := 0
+	for ; n-i >= 32; i += 32 {
+		s, o := src[i:i+32:i+32], dst[i:i+32:i+32]
+		binary.LittleEndian.PutUint64(o[0:8], binary.LittleEndian.Uint64(s[0:8])^key)
+		binary.LittleEndian.PutUint64(o[8:16], binary.LittleEndian.Uint64(s[8:16])^key)
+		binary.LittleEndian.PutUint64(o[16:24], binary.LittleEndian.Uint64(s[16:24])^key)
+		binary.LittleEndian.PutUint64(o[24:32], binary.LittleEndian.Uint64(s[24:32])^key)
 	}
-	d.maskPos = (pos + len(src)) & 3
+	for ; n-i >= 8; i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:i+8], binary.LittleEndian.Uint64(src[i:i+8])^key)
+	}
+	for ; i < n; i++ { // i is a multiple of 8: the mask phase is unchanged
+		dst[i] = src[i] ^ m[i&3]
+	}
+	d.maskPos = (pos + n) & 3
 }
 
 func maskInPlace(b []byte, mask [4]byte) {

@@ -109,6 +109,41 @@ func decodeAll(in []byte, chunk, dstSize int) ([]byte, []string, int, error) {
 	return out, controls, messages, nil
 }
 
+// decodeInPlace decodes as the session does: one buffer, the decoded
+// stream at its start, the undecoded bytes after it, chunk bytes arriving
+// at a time. It returns the payload stream.
+func decodeInPlace(in []byte, chunk int) ([]byte, error) {
+	d := wsDecoder{
+		onControl: func(op byte, p []byte) error {
+			if op == opClose {
+				return errClientClose
+			}
+			return nil
+		},
+		onMessage: func() error { return nil },
+	}
+	buf := make([]byte, len(in)+1)
+	var out []byte
+	inLen, n := 0, 0
+	for len(in) > 0 {
+		k := copy(buf[n:], in[:min(chunk, len(in))])
+		in, n = in[k:], n+k
+		start := inLen
+		used, wrote, err := d.decode(buf[start:n], buf[start:])
+		inLen += wrote
+		// The "filter" takes a multiple of 3 bytes, leaving a tail behind
+		// like an incomplete frame.
+		take := inLen - inLen%3
+		out = append(out, buf[:take]...)
+		inLen = copy(buf, buf[take:inLen])
+		n = inLen + copy(buf[inLen:], buf[start+used:n])
+		if err != nil {
+			return append(out, buf[:inLen]...), err
+		}
+	}
+	return append(out, buf[:inLen]...), nil
+}
+
 func TestWSDecoder(t *testing.T) {
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	big := bytes.Repeat([]byte("0123456789"), 7000)
@@ -145,6 +180,10 @@ func TestWSDecoder(t *testing.T) {
 						tt.name, chunk, dstSize, len(out), len(controls), messages, err, len(tt.out), tt.controls, tt.messages, tt.err)
 				}
 			}
+			out, err := decodeInPlace(tt.in, chunk)
+			if !errors.Is(err, tt.err) || (tt.err == nil && err != nil) || !bytes.Equal(out, tt.out) {
+				t.Fatalf("%s (in place, chunk %d): out %d bytes, %v; want %d, %v", tt.name, chunk, len(out), err, len(tt.out), tt.err)
+			}
 		}
 	}
 }
@@ -179,9 +218,15 @@ func FuzzWSDecode(f *testing.F) {
 		if err != nil || !bytes.Equal(out, payload) || messages != 1 {
 			t.Fatalf("round trip: %d of %d bytes, %d messages, %v", len(out), len(payload), messages, err)
 		}
-		out, _, _, _ = decodeAll(arbitrary, int(chunk)+1, 64)
+		if out, err := decodeInPlace(in, int(chunk)+1); err != nil || !bytes.Equal(out, payload) {
+			t.Fatalf("round trip in place: %d of %d bytes, %v", len(out), len(payload), err)
+		}
+		out, _, _, errA := decodeAll(arbitrary, int(chunk)+1, 64)
 		if len(out) > len(arbitrary) {
 			t.Fatalf("decoded %d bytes from %d", len(out), len(arbitrary))
+		}
+		if inPlace, errB := decodeInPlace(arbitrary, int(chunk)+1); !bytes.Equal(inPlace, out) || (errA == nil) != (errB == nil) {
+			t.Fatalf("in place decodes %d bytes (%v), into another buffer %d (%v)", len(inPlace), errB, len(out), errA)
 		}
 	})
 }

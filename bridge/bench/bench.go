@@ -1,258 +1,255 @@
-// Package bench is the fixed-workload benchmark of the bridge (issue 2,
-// section 5). It compares, in one run on loopback, clients talking to the
-// reference relay directly over TCP with clients going through the bridge
-// (plain ws, no TLS), and measures the bridge's memory per idle session.
+// Package bench is the fixed-workload benchmark of the bridge (issue 16). In
+// one run on loopback, against the same reference relay and with the same
+// load generator, it compares the bridge with the naive single-process
+// WebSocket-to-TCP gateway it builds itself (naive.go), plain and with TLS
+// in Go, and the full chain (the shipped nginx config terminating TLS in
+// front of the bridge, over TCP and over a Unix socket) with the naive TLS
+// gateway. Every gateway runs as a child process; the figures to trust are
+// CPU seconds per GB (utime+stime from /proc of the gateway processes,
+// robust to other load on a shared machine) and resident memory per idle
+// registered session. Throughput and round trips are reported as ratios to
+// direct TCP, with the run's steal time beside them.
 package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
-	"io"
+	"os"
+	"path/filepath"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// Config is the workload. Zero fields take the defaults of DefaultConfig.
+// Config is the workload.
 type Config struct {
-	Frames       int // Data frames each way in the throughput run
-	Payload      int // Data payload bytes in the throughput run
+	Frames1400   int // Data frames each way at 1,400 bytes
+	Frames16K    int // Data frames each way at 16 KiB
 	Window       int // frames in flight per direction
 	PingPongs    int // measured round trips
 	PingPayload  int // Data payload bytes of a ping
-	IdleSessions int // registered idle sessions for the memory reading
-	Rounds       int // direct/bridge rounds, alternating; the best of each is kept
+	IdleSessions int // registered idle sessions per memory reading
+	Rounds       int // interleaved rounds; each figure keeps its best round
+	NoNginx      bool
 }
 
 // DefaultConfig is the workload of `make bench`.
 func DefaultConfig() Config {
-	return Config{Frames: 30000, Payload: 1400, Window: 64, PingPongs: 3000, PingPayload: 16, IdleSessions: 5000, Rounds: 2}
+	return Config{Frames1400: 100000, Frames16K: 20000, Window: 64, PingPongs: 3000, PingPayload: 16,
+		IdleSessions: 20000, Rounds: 3}
 }
 
-// Path is the measurements of one way to reach the relay.
-type Path struct {
-	MBps     float64 // payload MB/s, both directions together
+// Payload sizes of the CPU runs.
+const (
+	small = 1400
+	large = 16 << 10
+)
+
+// proc is a gateway process whose CPU and memory count.
+type proc struct {
+	name string
+	pid  int
+	gc   func() error // nil: not a Go process
+}
+
+// path is one way to reach the relay.
+type path struct {
+	name  string
+	url   string // "" for direct TCP
+	tls   *tls.Config
+	procs []proc
+	idle  bool // measure memory per idle session
+	salt  byte
+}
+
+// Figures are the measurements of one path.
+type Figures struct {
+	Procs    []string
+	CPU      map[int][]float64 // payload -> CPU s/GB per process (best round)
+	MBps     map[int]float64   // payload -> MB/s both ways (best round)
 	P50, P99 time.Duration
+	RSS      []float64 // bytes per idle session per process
+	Sessions int       // idle sessions of the RSS reading
+}
+
+func (f *Figures) totalCPU(payload int) float64 {
+	var t float64
+	for _, c := range f.CPU[payload] {
+		t += c
+	}
+	return t
+}
+
+func (f *Figures) totalRSS() float64 {
+	var t float64
+	for _, r := range f.RSS {
+		t += r
+	}
+	return t
 }
 
 // Result is one benchmark run.
 type Result struct {
-	Config Config
-	// Direct is clients -> relay; Bridge is clients -> bridge -> relay with
-	// the bridge in this process, like the relay (the like-for-like
-	// comparison); BridgeProcess has the bridge in its own process, which
-	// adds cross-process wake-ups on a busy machine.
-	Direct, Bridge, BridgeProcess Path
-	// Memory of the bridge process per idle registered session: the growth
-	// of VmRSS and of Go heap+stack in use between before and after opening
-	// the sessions, divided by their number, measured after a forced GC
-	// (RSSGC, GoGC) and as found (RSSRaw).
-	RSSRaw, RSSGC, GoGC float64
+	Config  Config
+	Paths   map[string]*Figures
+	Order   []string
+	Steal   float64 // stolen share of the machine's CPU time during the run
+	Elapsed time.Duration
+	Note    string // what could not run (no nginx, no envoy)
 }
 
-// Run starts the reference relay in this process and the bridge in a
-// child process, then runs the workload.
-func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr string) (Result, error) {
-	res := Result{Config: cfg}
-	br, err := startChild(relayAddr)
-	if err != nil {
-		return res, err
-	}
-	defer br.stop()
-	url := "ws://" + br.addr + "/relay"
-	inURL, stop, err := startInProcess(relayAddr)
-	if err != nil {
-		return res, err
-	}
-	defer stop()
+// Path names.
+const (
+	pDirect   = "direct TCP"
+	pBridge   = "bridge (ws)"
+	pNaive    = "naive gateway (ws)"
+	pChain    = "nginx TLS + bridge (TCP hop)"
+	pChainUDS = "nginx TLS + bridge (Unix socket hop)"
+	pNaiveTLS = "naive gateway (Go TLS)"
+)
 
-	paths := []struct {
-		name string
-		dst  *Path
-		dial func(relayproto.Key) (peer, error)
-	}{
-		{"direct", &res.Direct, func(k relayproto.Key) (peer, error) { return dialTCP(ctx, relayAddr, k) }},
-		{"bridge", &res.Bridge, func(k relayproto.Key) (peer, error) { return dialWS(ctx, inURL, k, 0) }},
-		{"bridge process", &res.BridgeProcess, func(k relayproto.Key) (peer, error) { return dialWS(ctx, url, k, 0) }},
+// Run starts every gateway and runs the workload against relay.
+func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr string) (*Result, error) {
+	start := time.Now()
+	cpu0, err := machineCPU()
+	if err != nil {
+		return nil, err
 	}
-	// Rounds alternate the paths so a swing in machine load hits all of
-	// them; each path keeps its best round.
+	dir, err := os.MkdirTemp("", "wirekube-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	paths, stop, note, err := startPaths(ctx, cfg, dir, relayAddr)
+	defer stop()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, Paths: map[string]*Figures{}, Note: note}
+	for _, p := range paths {
+		res.Order = append(res.Order, p.name)
+		f := &Figures{CPU: map[int][]float64{}, MBps: map[int]float64{}}
+		for _, pr := range p.procs {
+			f.Procs = append(f.Procs, pr.name)
+		}
+		res.Paths[p.name] = f
+	}
+	// Rounds interleave the paths so a swing in machine load hits all.
 	for round := range max(cfg.Rounds, 1) {
-		for i, p := range paths {
-			m, err := measurePath(ctx, cfg, relay, p.dial, byte(10+len(paths)*round+i))
-			if err != nil {
-				return res, fmt.Errorf("%s: %w", p.name, err)
+		for _, p := range paths {
+			if err := measurePath(ctx, cfg, relay, relayAddr, p, res.Paths[p.name], round); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
 			}
-			*p.dst = best(*p.dst, m, round)
 		}
 	}
-	if err := measureIdle(ctx, cfg, relay, br, url, &res); err != nil {
-		return res, fmt.Errorf("idle sessions: %w", err)
+	for _, p := range paths {
+		if p.idle {
+			if err := measureIdle(ctx, cfg, relay, p, res.Paths[p.name]); err != nil {
+				return nil, fmt.Errorf("%s idle sessions: %w", p.name, err)
+			}
+		}
 	}
+	cpu1, err := machineCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.Steal, res.Elapsed = stealShare(cpu0, cpu1), time.Since(start)
 	return res, nil
 }
 
-// measurePath runs the throughput and ping-pong workloads over two peers.
-func measurePath(ctx context.Context, cfg Config, relay *refrelay.Server,
-	dial func(relayproto.Key) (peer, error), salt byte) (Path, error) {
-	var p Path
-	ka, kb := benchKey(salt, 1), benchKey(salt, 2)
-	a, b, err := dialPair(ctx, relay, dial, ka, kb)
-	if err != nil {
-		return p, err
-	}
-	defer a.close()
-	defer b.close()
-	if p.MBps, err = throughput(a, b, ka, kb, cfg.Frames, cfg.Payload, cfg.Window); err != nil {
-		return p, err
-	}
-	rtts, err := pingPong(a, b, ka, kb, cfg.PingPongs, cfg.PingPongs/10, cfg.PingPayload)
-	if err != nil {
-		return p, fmt.Errorf("ping-pong: %w", err)
-	}
-	p.P50, p.P99 = percentile(rtts, 0.50), percentile(rtts, 0.99)
-	return p, nil
-}
-
-// best keeps the higher rate and the lower round trip times.
-func best(prev, cur Path, round int) Path {
-	if round == 0 {
-		return cur
-	}
-	return Path{MBps: max(prev.MBps, cur.MBps), P50: min(prev.P50, cur.P50), P99: min(prev.P99, cur.P99)}
-}
-
-func dialPair(ctx context.Context, relay *refrelay.Server, dial func(relayproto.Key) (peer, error),
-	ka, kb relayproto.Key) (peer, peer, error) {
-	a, err := dial(ka)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := dial(kb)
-	if err != nil {
-		a.close()
-		return nil, nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, k := range []relayproto.Key{ka, kb} {
-		if err := relay.WaitRegistered(wctx, k); err != nil {
-			a.close()
-			b.close()
-			return nil, nil, fmt.Errorf("register %s: %w", k, err)
+// startPaths starts the gateways: a bridge and a naive gateway (plain ws), a
+// naive TLS gateway, and nginx in front of a bridge over TCP and of another
+// over a Unix socket.
+func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path, func(), string, error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
 	}
-	return a, b, nil
-}
-
-func benchKey(salt byte, i int) relayproto.Key {
-	var k relayproto.Key
-	k[0], k[1], k[2], k[3] = salt, byte(i>>16), byte(i>>8), byte(i)
-	return k
-}
-
-// measureIdle opens cfg.IdleSessions registered sessions through the bridge
-// and reads the bridge's memory before and after.
-func measureIdle(ctx context.Context, cfg Config, relay *refrelay.Server, br *child, url string, res *Result) error {
-	// Warm the bridge's pools and the runtime with a few sessions first.
-	if err := openIdle(ctx, relay, url, 3, 50, func(peer) {}); err != nil {
-		return err
-	}
-	settle := func() (rss, gomem int64, err error) {
-		time.Sleep(500 * time.Millisecond)
-		if err := br.gc(); err != nil {
-			return 0, 0, err
-		}
-		if rss, err = br.rss(); err != nil {
-			return 0, 0, err
-		}
-		gomem, err = br.goMemory()
-		return rss, gomem, err
-	}
-	rss0, go0, err := settle()
+	fail := func(err error) ([]path, func(), string, error) { return nil, stop, "", err }
+	cert, key, clientTLS, err := benchCert(dir)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	var peers []peer
-	defer func() {
-		for _, p := range peers {
-			p.close()
+	start := func(role string, env ...string) (*child, error) {
+		c, err := startChild(role, relayAddr, env...)
+		if err == nil {
+			stops = append(stops, c.stop)
 		}
-	}()
-	if err := openIdle(ctx, relay, url, 4, cfg.IdleSessions, func(p peer) { peers = append(peers, p) }); err != nil {
-		return err
+		return c, err
 	}
-	time.Sleep(time.Second)
-	rawRSS, err := br.rss()
+	br, err := start(roleBridge)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	rss1, go1, err := settle()
+	nv, err := start(roleNaive)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	n := float64(cfg.IdleSessions)
-	res.RSSRaw, res.RSSGC, res.GoGC = float64(rawRSS-rss0)/n, float64(rss1-rss0)/n, float64(go1-go0)/n
-	return nil
+	nvTLS, err := start(roleNaiveTLS, childCertEnv+"="+cert+":"+key)
+	if err != nil {
+		return fail(err)
+	}
+	goProc := func(name string, c *child) proc { return proc{name: name, pid: c.pid(), gc: c.gc} }
+	paths := []path{
+		{name: pDirect, salt: 10},
+		{name: pBridge, url: "ws://" + br.addr + "/relay", procs: []proc{goProc("bridge", br)}, idle: true, salt: 11},
+		{name: pNaive, url: "ws://" + nv.addr + "/relay", procs: []proc{goProc("naive", nv)}, idle: true, salt: 12},
+		{name: pNaiveTLS, url: "wss://" + nvTLS.addr + "/relay", tls: clientTLS,
+			procs: []proc{goProc("naive", nvTLS)}, idle: true, salt: 13},
+	}
+	bin := nginxBinary()
+	note := "no envoy binary on PATH: the Envoy chain is not measured"
+	switch {
+	case cfg.NoNginx:
+		return paths, stop, note + "; nginx chain skipped (NoNginx)", nil
+	case bin == "":
+		return paths, stop, note + "; no nginx binary: the nginx chain is not measured", nil
+	}
+	auth, stopAuth, err := startBenchAuth()
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, stopAuth)
+	sock := filepath.Join(dir, "bridge.sock")
+	brUDS, err := start(roleBridge, childListenEnv+"=unix:"+sock)
+	if err != nil {
+		return fail(err)
+	}
+	for i, c := range []struct {
+		name, bridge string
+		br           *child
+		idle         bool
+	}{{pChain, br.addr, br, true}, {pChainUDS, "unix:" + sock, brUDS, false}} {
+		d := filepath.Join(dir, fmt.Sprintf("nginx%d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail(err)
+		}
+		n, err := startNginx(ctx, bin, d, c.bridge, auth, cert, key)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, n.stop)
+		paths = append(paths, path{name: c.name, url: "wss://" + n.addr + "/relay", tls: clientTLS,
+			procs: []proc{{name: "nginx", pid: n.pid()}, goProc("bridge", c.br)}, idle: c.idle, salt: byte(14 + i)})
+	}
+	return paths, stop, note, nil
 }
 
-// openIdle opens n registered sessions (salt tells the key sets apart),
-// handing each to keep, or closing them all at the end when keep ignores
-// them (the warm-up).
-func openIdle(ctx context.Context, relay *refrelay.Server, url string, salt byte, n int, keep func(peer)) error {
-	peers := make([]peer, n)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for i := range n {
-		g.Go(func() error {
-			p, err := dialWS(gctx, url, benchKey(salt, i), 1024)
-			peers[i] = p
-			return err
-		})
-	}
-	err := g.Wait()
-	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		err = relay.WaitRegistered(wctx, benchKey(salt, n-1))
-		for i := 0; err == nil && i < n; i++ {
-			err = relay.WaitRegistered(wctx, benchKey(salt, i))
+func (p path) dial(ctx context.Context, relayAddr string, k relayproto.Key, bufSize int) (peer, error) {
+	if p.url == "" {
+		c, err := dialTCP(ctx, relayAddr, k)
+		if err != nil {
+			return nil, err
 		}
+		return c, nil
 	}
-	for _, p := range peers {
-		if p == nil {
-			continue
-		}
-		if salt == 3 || err != nil {
-			p.close()
-		} else {
-			keep(p)
-		}
+	ws, err := dialWS(ctx, p.url, k, bufSize, p.tls)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
 	}
-	return err
+	return ws, nil
 }
-
-// Print writes the report.
-func (r Result) Print(w io.Writer) {
-	c := r.Config
-	fmt.Fprintf(w, "bridge benchmark (loopback, reference relay; %d x %d-byte Data each way, window %d; %d pings of %d bytes; best of %d alternating rounds)\n",
-		c.Frames, c.Payload, c.Window, c.PingPongs, c.PingPayload, max(c.Rounds, 1))
-	fmt.Fprintf(w, "  %-27s %10s %10s %10s\n", "path", "MB/s", "p50 RTT", "p99 RTT")
-	for _, row := range []struct {
-		name string
-		p    Path
-	}{{"(a) direct TCP", r.Direct}, {"(b) through bridge (ws)", r.Bridge}, {"(b') bridge in own process", r.BridgeProcess}} {
-		fmt.Fprintf(w, "  %-27s %10.1f %10s %10s\n", row.name, row.p.MBps, us(row.p.P50), us(row.p.P99))
-	}
-	fmt.Fprintf(w, "  throughput ratio b/a: %.2f (goal >= 0.90); b'/a: %.2f\n",
-		r.Bridge.MBps/r.Direct.MBps, r.BridgeProcess.MBps/r.Direct.MBps)
-	fmt.Fprintf(w, "  p50 RTT added by the bridge: %s (goal < 100us); p99 added: %s; b' p50 added: %s\n",
-		us(r.Bridge.P50-r.Direct.P50), us(r.Bridge.P99-r.Direct.P99), us(r.BridgeProcess.P50-r.Direct.P50))
-	fmt.Fprintf(w, "  bridge memory per idle registered session (%d sessions): RSS %.1f KiB after GC, %.1f KiB as found; Go heap+stacks %.1f KiB (goal <= 16 KiB)\n",
-		c.IdleSessions, r.RSSGC/1024, r.RSSRaw/1024, r.GoGC/1024)
-}
-
-func us(d time.Duration) string { return fmt.Sprintf("%.0fus", float64(d)/float64(time.Microsecond)) }

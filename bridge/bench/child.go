@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,20 +20,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/wirekube/relay-ws/bridge"
+	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
-// The bridge under test runs in a child process (the test binary run again
-// with ChildEnv set) so that its resident memory is its own, not mixed
-// with the clients' and the reference relay's.
+// Every gateway under test runs in a child process (the test binary run
+// again with ChildEnv set) so that its CPU time and resident memory are its
+// own, not mixed with the load generator's and the reference relay's.
 const (
 	// ChildEnv, when set to the relay address, makes RunChildIfAsked serve a
-	// bridge instead of running the tests.
+	// gateway instead of running the tests.
 	ChildEnv = "WIREKUBE_BENCH_BRIDGE_RELAY"
-	// childProfileEnv names a file for a CPU profile of the bridge child.
+	// childRoleEnv picks the gateway: bridge (default), naive or naive-tls.
+	childRoleEnv = "WIREKUBE_BENCH_ROLE"
+	// childListenEnv is the gateway's listen address (netutil.Listen form);
+	// default a free loopback port.
+	childListenEnv = "WIREKUBE_BENCH_LISTEN"
+	// childCertEnv is "certfile:keyfile" for naive-tls.
+	childCertEnv = "WIREKUBE_BENCH_CERT"
+	// childProfileEnv names a file for a CPU profile of the child.
 	childProfileEnv = "WIREKUBE_BENCH_BRIDGE_CPUPROFILE"
 )
 
-// RunChildIfAsked serves a bridge in front of the relay named by ChildEnv
+// Gateway roles of a child process.
+const (
+	roleBridge   = "bridge"
+	roleNaive    = "naive"
+	roleNaiveTLS = "naive-tls"
+)
+
+// RunChildIfAsked serves a gateway in front of the relay named by ChildEnv
 // until stdin closes, printing "LISTEN <relay-path-addr> <admin-addr>" on
 // stdout first. It returns false at once when ChildEnv is unset. Call it
 // first thing in TestMain.
@@ -59,20 +74,15 @@ func RunChildIfAsked() (bool, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return true, serveChild(ctx, relayAddr)
+	return true, serveChild(ctx, os.Getenv(childRoleEnv), relayAddr)
 }
 
-func serveChild(ctx context.Context, relayAddr string) error {
-	o := bridge.DefaultOptions()
-	o.RelayAddr = relayAddr
-	o.DrainTimeout = time.Second
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector())
-	srv, err := bridge.New(o, nil, reg)
-	if err != nil {
-		return err
+func serveChild(ctx context.Context, role, relayAddr string) error {
+	listen := os.Getenv(childListenEnv)
+	if listen == "" {
+		listen = "127.0.0.1:0"
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := netutil.Listen(listen)
 	if err != nil {
 		return err
 	}
@@ -81,49 +91,63 @@ func serveChild(ctx context.Context, relayAddr string) error {
 		ln.Close()
 		return err
 	}
-	fmt.Printf("LISTEN %s %s\n", ln.Addr(), admin.Addr())
-	// The admin listener gets one bench-only path on top of the bridge's:
-	// /bench/gc collects and returns freed memory to the OS, so a memory
-	// reading counts live memory only.
+	// The admin listener has one bench-only path: /bench/gc collects and
+	// returns freed memory to the OS, so a memory reading counts live
+	// memory only.
 	mux := http.NewServeMux()
-	mux.Handle("/", srv.AdminHandler())
 	mux.HandleFunc("/bench/gc", func(http.ResponseWriter, *http.Request) { debug.FreeOSMemory() })
+	var serve func() error
+	switch role {
+	case "", roleBridge:
+		srv, err := newBenchBridge(relayAddr)
+		if err != nil {
+			return err
+		}
+		mux.Handle("/", srv.AdminHandler())
+		serve = func() error { return srv.Run(ctx, ln, nil) }
+	case roleNaive, roleNaiveTLS:
+		var tlsConf *tls.Config
+		if role == roleNaiveTLS {
+			cert, key, _ := strings.Cut(os.Getenv(childCertEnv), ":")
+			kp, err := tls.LoadX509KeyPair(cert, key)
+			if err != nil {
+				return err
+			}
+			tlsConf = &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"http/1.1"}}
+		}
+		serve = func() error { return newNaiveGateway(relayAddr).serve(ctx, ln, tlsConf) }
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	fmt.Printf("LISTEN %s %s\n", ln.Addr(), admin.Addr())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(admin) }()
 	defer hs.Close()
-	return srv.Run(ctx, ln, nil)
+	return serve()
 }
 
-// startInProcess serves a bridge in this process on a loopback port and
-// returns its relay URL and a stop function that drains it.
-func startInProcess(relayAddr string) (string, func(), error) {
+func newBenchBridge(relayAddr string) (*bridge.Server, error) {
 	o := bridge.DefaultOptions()
 	o.RelayAddr = relayAddr
 	o.DrainTimeout = time.Second
-	srv, err := bridge.New(o, nil, prometheus.NewRegistry())
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, nil) }()
-	return "ws://" + ln.Addr().String() + "/relay", func() { cancel(); <-done }, nil
+	o.MaxSessions = 100000
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	return bridge.New(o, nil, reg)
 }
 
-// child is a running bridge process.
+// child is a running gateway process.
 type child struct {
 	cmd         *exec.Cmd
 	stdin       io.WriteCloser
 	addr, admin string
 }
 
-func startChild(relayAddr string) (*child, error) {
+// startChild runs the test binary again as a gateway of role; env adds
+// KEY=value settings (childListenEnv, childCertEnv).
+func startChild(role, relayAddr string, env ...string) (*child, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), ChildEnv+"="+relayAddr)
+	cmd.Env = append(append(os.Environ(), ChildEnv+"="+relayAddr, childRoleEnv+"="+role), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -134,7 +158,7 @@ func startChild(relayAddr string) (*child, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start bridge child: %w", err)
+		return nil, fmt.Errorf("start %s child: %w", role, err)
 	}
 	c := &child{cmd: cmd, stdin: stdin}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -144,8 +168,10 @@ func startChild(relayAddr string) (*child, error) {
 		return c, nil
 	}
 	c.stop()
-	return nil, fmt.Errorf("bridge child: bad first line %q: %v", line, err)
+	return nil, fmt.Errorf("%s child: bad first line %q: %v", role, line, err)
 }
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // stop closes the child's stdin (it drains and exits) and waits for it.
 func (c *child) stop() {
@@ -166,48 +192,9 @@ func (c *child) gc() error {
 	if err != nil {
 		return err
 	}
-	return resp.Body.Close()
-}
-
-// rss is the child's resident set size in bytes (VmRSS in /proc).
-func (c *child) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("gc: " + resp.Status)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
-}
-
-// goMemory is heap in use plus goroutine stacks in use, from the child's
-// /metrics (Go collector).
-func (c *child) goMemory() (int64, error) {
-	resp, err := http.Get("http://" + c.admin + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var total int64
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && (f[0] == "go_memstats_heap_inuse_bytes" || f[0] == "go_memstats_stack_inuse_bytes") {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				return 0, err
-			}
-			total += int64(v)
-			found++
-		}
-	}
-	if found != 2 {
-		return 0, fmt.Errorf("memstats not found in /metrics (%d of 2)", found)
-	}
-	return total, sc.Err()
+	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -55,9 +56,12 @@ type wsPeer struct {
 	fr *relayproto.Reader
 }
 
-// identityHeaders are what the proxy would set after ext_authz allowed k.
+// identityHeaders are what the proxy would set after ext_authz allowed k,
+// and the bench's stand-in token for k (see startBenchAuth) for a path
+// through nginx, which replaces the identity headers with its auth answer.
 func identityHeaders(k relayproto.Key) http.Header {
 	h := http.Header{}
+	h.Set("Authorization", "Bearer "+k.Base64())
 	h.Set(contract.HeaderPeer, "bench-"+k.Fingerprint())
 	h.Set(contract.HeaderPublicKey, k.Base64())
 	h.Set(contract.HeaderIdentity, "system:serviceaccount:wirekube-system:bench")
@@ -65,8 +69,9 @@ func identityHeaders(k relayproto.Key) http.Header {
 	return h
 }
 
-func dialWS(ctx context.Context, url string, k relayproto.Key, bufSize int) (*wsPeer, error) {
-	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}, ReadBufferSize: bufSize, WriteBufferSize: bufSize}
+func dialWS(ctx context.Context, url string, k relayproto.Key, bufSize int, tlsConf *tls.Config) (*wsPeer, error) {
+	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}, ReadBufferSize: bufSize, WriteBufferSize: bufSize,
+		TLSClientConfig: tlsConf, HandshakeTimeout: 30 * time.Second}
 	ws, resp, err := d.DialContext(ctx, url, identityHeaders(k))
 	if err != nil {
 		if resp != nil {
