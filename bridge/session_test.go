@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -312,4 +313,36 @@ func TestWebSocketFraming(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectClose(t, ws, websocket.CloseProtocolError, closeProtocolError)
+}
+
+// TestRegisterDeadlineIsExact: without a verified Register the session is
+// closed (1008 register_timeout) exactly RegisterTimeout after the upgrade,
+// also when half a Register has arrived; nothing reaches the relay. In a
+// synctest bubble.
+func TestRegisterDeadlineIsExact(t *testing.T) {
+	for name, send := range map[string][]byte{"nothing": nil, "half a register": relayproto.AppendRegister(nil, testKey(1))[:20]} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const deadline = 3 * time.Second
+				b := startBubble(t, func(o *Options) { o.RegisterTimeout = deadline })
+				ws := b.dial(t, testKey(1))
+				start := time.Now()
+				relayEnd := b.relay.next(t)
+				got := make(chan []byte, 1)
+				go func() { got <- readAll(t, relayEnd) }()
+				if send != nil {
+					if err := ws.WriteMessage(websocket.BinaryMessage, send); err != nil {
+						t.Fatal(err)
+					}
+				}
+				expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRegisterTimeout)
+				if d := time.Since(start); d != deadline {
+					t.Errorf("closed %s after the upgrade, want %s", d, deadline)
+				}
+				if sent := <-got; len(sent) != 0 {
+					t.Errorf("the relay got %d bytes before a verified Register", len(sent))
+				}
+			})
+		})
+	}
 }
