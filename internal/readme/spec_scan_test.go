@@ -140,7 +140,8 @@ func constSpecs(f *ast.File) []*ast.ValueSpec {
 	return out
 }
 
-// namedStringTypes lists the file's `type X string` declarations.
+// namedStringTypes lists the file's string types: `type X string` and
+// aliases of string or Reason.
 func namedStringTypes(f *ast.File) map[string]bool {
 	out := map[string]bool{}
 	for _, d := range f.Decls {
@@ -150,7 +151,8 @@ func namedStringTypes(f *ast.File) map[string]bool {
 		}
 		for _, s := range gd.Specs {
 			ts := s.(*ast.TypeSpec)
-			if id, ok := ts.Type.(*ast.Ident); ok && id.Name == "string" && ts.Assign == 0 {
+			// type X string, and aliases of string or Reason (type X = Reason).
+			if id, ok := ts.Type.(*ast.Ident); ok && (id.Name == "string" || ts.Assign != 0 && id.Name == "Reason") {
 				out[ts.Name.Name] = true
 			}
 		}
