@@ -146,7 +146,7 @@ func TestUpgradeSelectsSubprotocolAndAllowedOrigin(t *testing.T) {
 
 func mustNew(t *testing.T, o Options, logs *testutil.SyncBuffer, reg *prometheus.Registry) *Server {
 	t.Helper()
-	srv, err := New(o, newTestLogger(logs), reg)
+	srv, err := newFromOptions(o, newTestLogger(logs), reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -73,7 +73,7 @@ func startBridge(t *testing.T, mod func(*Options)) *harness {
 	if mod != nil {
 		mod(&o)
 	}
-	srv, err := New(o, newTestLogger(h.logs), h.reg)
+	srv, err := newFromOptions(o, newTestLogger(h.logs), h.reg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -265,4 +265,13 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// newFromOptions completes o and builds a Server, as the binary does.
+func newFromOptions(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	cfg, err := o.Complete()
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, logger, reg)
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// Options are the bridge settings, filled by flags (BindFlags) or by an
-// embedding program. DefaultOptions returns the documented defaults; New
-// validates and completes them.
+// Options are the bridge settings, filled by flags (AddFlags) or by an
+// embedding program. DefaultOptions returns the documented defaults;
+// Validate reports every bad setting and Complete turns them into the Config
+// that New takes.
 type Options struct {
 	// Listen is the main listener (host:port or unix:/path). It serves
 	// Path, /healthz and /readyz. Default 127.0.0.1:8081.
@@ -81,9 +82,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// BindFlags registers one flag per field on fs, with o's current values as
+// AddFlags registers one flag per field on fs, with o's current values as
 // defaults.
-func (o *Options) BindFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "main listener, host:port or unix:/path (serves the relay path, /healthz, /readyz)")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "listener for /healthz, /readyz and /metrics; empty disables it")
 	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port; a name with several addresses (headless Service) is dialled in rotation, failing over")
@@ -136,19 +137,21 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// config is the validated, completed form of Options.
-type config struct {
+// Config is the validated, completed form of Options, built once by
+// Complete; New takes it. Read-only after Complete.
+type Config struct {
 	Options
 	origins map[string]bool
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// complete validates o and fills in the derived fields.
-func (o Options) complete() (*config, error) {
+// Complete validates o (the same errors as Validate) and fills in the
+// derived fields.
+func (o Options) Complete() (*Config, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	c := &config{Options: o, origins: make(map[string]bool, len(o.AllowedOrigins))}
+	c := &Config{Options: o, origins: make(map[string]bool, len(o.AllowedOrigins))}
 	for _, origin := range o.AllowedOrigins {
 		c.origins[origin] = true
 	}

@@ -10,7 +10,7 @@ import (
 func TestOptionsFlagsAndDefaults(t *testing.T) {
 	o := DefaultOptions()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	o.BindFlags(fs)
+	o.AddFlags(fs)
 	want := map[string]string{
 		"listen": "127.0.0.1:8081", "metrics-listen": ":9102", "relay-addr": DefaultRelayAddr, "path": "/relay",
 		"relay-dial-timeout": "1s",
@@ -65,5 +65,18 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 	}
 	if o := DefaultOptions(); o.Validate() != nil {
 		t.Fatalf("defaults invalid: %v", o.Validate())
+	}
+}
+
+// TestOptionsValidateReportsEveryProblem: Validate and Complete join every
+// error, so one run shows all bad flags.
+func TestOptionsValidateReportsEveryProblem(t *testing.T) {
+	o := DefaultOptions()
+	o.Listen, o.MaxSessions, o.LogFormat = "", 0, "xml"
+	_, err := o.Complete()
+	for _, f := range []string{"--listen", "--max-sessions", "--log-format"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("Complete() = %v, want it to name %s", err, f)
+		}
 	}
 }

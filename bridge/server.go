@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,7 +21,7 @@ import (
 // Server is the bridge. Create it with New, serve it with Run (or mount
 // Handler and AdminHandler yourself and call Drain). Safe for concurrent use.
 type Server struct {
-	cfg        *config
+	cfg        *Config
 	log        *slog.Logger
 	metrics    *metrics
 	gatherer   prometheus.Gatherer
@@ -37,12 +38,11 @@ type Server struct {
 	idle     chan struct{} // closed when slots reaches 0 during a drain
 }
 
-// New validates o and builds a Server. Metrics are registered on reg (also
-// served on /metrics of AdminHandler); a nil logger discards.
-func New(o Options, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
-	cfg, err := o.complete()
-	if err != nil {
-		return nil, err
+// New builds a Server from the completed cfg. Metrics are registered on reg
+// (also served on /metrics of AdminHandler); a nil logger discards.
+func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+	if cfg == nil || cfg.dial == nil {
+		return nil, errors.New("bridge: New needs a Config from Options.Complete")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

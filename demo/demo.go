@@ -19,8 +19,8 @@ var ErrFailed = errors.New("demo: not every step behaved")
 // Run brings the stack up, connects two agents, streams traffic both ways,
 // times round trips, runs the attacks, then stops every process it started.
 // The report is complete even when err is not nil.
-func Run(ctx context.Context, o Options) (*Report, error) {
-	return session(ctx, o, func(ctx context.Context, e *env, rep *Report) error {
+func Run(ctx context.Context, cfg *Config) (*Report, error) {
+	return session(ctx, cfg, func(ctx context.Context, e *env, rep *Report) error {
 		return e.demo(ctx, rep)
 	})
 }
@@ -28,14 +28,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // session owns the state dir and the processes around fn: whatever fn does
 // or returns, every process is stopped by PID before session returns, and
 // the last step checks that none of them is left.
-func session(ctx context.Context, o Options, fn func(context.Context, *env, *Report) error) (*Report, error) {
+func session(ctx context.Context, cfg *Config, fn func(context.Context, *env, *Report) error) (*Report, error) {
 	rep := &Report{}
-	if err := o.Validate(); err != nil {
-		return rep, err
+	if cfg == nil {
+		return rep, errors.New("demo: nil Config (use Options.Complete)")
 	}
-	if err := o.Complete(); err != nil {
-		return rep, err
-	}
+	o := cfg.Options
 	st, err := openStateDir(o.StateDir)
 	if err != nil {
 		return rep, err

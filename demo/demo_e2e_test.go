@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -49,7 +49,7 @@ func TestDemoRun(t *testing.T) {
 	defer cancel()
 	o := testOptions(t)
 	start := time.Now()
-	rep, err := Run(ctx, o)
+	rep, err := Run(ctx, mustComplete(t, o))
 	var text strings.Builder
 	rep.WriteText(&text)
 	t.Logf("demo took %s; report:\n%s", time.Since(start).Round(time.Millisecond), text.String())
@@ -82,7 +82,7 @@ func TestDemoUp(t *testing.T) {
 	defer cancel()
 	o := testOptions(t)
 	var connectErr error
-	_, err := Up(ctx, o, func(rep *Report) {
+	_, err := Up(ctx, mustComplete(t, o), func(rep *Report) {
 		defer cancel() // as Ctrl-C would
 		var b strings.Builder
 		WriteUpInstructions(&b, rep, "bin/wirekube-relay-probe")
@@ -186,4 +186,13 @@ func assertNoTokenInLogs(t *testing.T, w Where) {
 			}
 		}
 	}
+}
+
+func mustComplete(t *testing.T, o Options) *Config {
+	t.Helper()
+	c, err := o.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

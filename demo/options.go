@@ -19,7 +19,8 @@ import (
 )
 
 // Options configure a demo run. The zero value of every field has a working
-// default (see Complete).
+// default (see Complete, which turns Options into the Config Run and Up
+// take).
 type Options struct {
 	// RepoRoot is the repository checkout (for the nginx config, the CRD
 	// fixture and building the binaries). Default: found from the working
@@ -76,8 +77,26 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Complete fills the defaults; call after Validate.
-func (o *Options) Complete() error {
+// Config is Options after Complete: every default filled in, the
+// directories absolute. Run and Up take it.
+type Config struct {
+	Options
+}
+
+// Complete validates o (the same errors as Validate) and returns the
+// completed Config; o itself is not changed.
+func (o Options) Complete() (*Config, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	return &Config{Options: o}, nil
+}
+
+// fill sets the defaults and makes the directories absolute.
+func (o *Options) fill() error {
 	d := DefaultOptions()
 	if o.TrafficDuration == 0 {
 		o.TrafficDuration = d.TrafficDuration

@@ -33,10 +33,11 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestOptionsComplete(t *testing.T) {
-	o := Options{RepoRoot: "/repo"}
-	if err := o.Complete(); err != nil {
+	c, err := Options{RepoRoot: "/repo"}.Complete()
+	if err != nil {
 		t.Fatal(err)
 	}
+	o := c.Options
 	if o.StateDir != "/repo/.demo" || o.TrafficDuration != 3*time.Second || o.RoundTrips != 200 || o.Progress == nil {
 		t.Fatalf("Complete() = %+v", o)
 	}

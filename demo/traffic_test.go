@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/bridge"
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/refrelay"
 	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -46,7 +46,11 @@ func pair(t *testing.T) (a, b *testagent.Conn, ka, kb relayproto.Key) {
 	_, relayAddr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true})
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", time.Second
-	br, err := bridge.New(o, nil, prometheus.NewRegistry())
+	cfg, err := o.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := bridge.New(cfg, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

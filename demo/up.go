@@ -13,8 +13,8 @@ import (
 // Up brings the same stack up with node-a and node-b, checks that both
 // agents connect, calls ready with the report so far, and keeps everything
 // running until ctx ends (Ctrl-C); then it stops every process.
-func Up(ctx context.Context, o Options, ready func(*Report)) (*Report, error) {
-	return session(ctx, o, func(ctx context.Context, e *env, rep *Report) error {
+func Up(ctx context.Context, cfg *Config, ready func(*Report)) (*Report, error) {
+	return session(ctx, cfg, func(ctx context.Context, e *env, rep *Report) error {
 		if _, err := e.connectPair(ctx, rep); err != nil {
 			return err
 		}

@@ -33,18 +33,17 @@ type Deps struct {
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
 type Authorizer struct {
-	cfg      *config
+	cfg      *Config
 	reviewer *reviewer
 	objects  Objects
 	metrics  *metrics
 	log      *slog.Logger
 }
 
-// NewAuthorizer validates opts and builds an Authorizer.
-func NewAuthorizer(opts Options, d Deps) (*Authorizer, error) {
-	cfg, err := opts.complete()
-	if err != nil {
-		return nil, err
+// NewAuthorizer builds an Authorizer from the completed cfg.
+func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
+	if cfg == nil {
+		return nil, errors.New("extauthz: nil Config (use Options.Complete)")
 	}
 	if d.Reviews == nil || d.Objects == nil || d.Registry == nil || d.Logger == nil {
 		return nil, errors.New("extauthz: Reviews, Objects, Registry and Logger are required")

@@ -8,8 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// config is the parsed, validated form of Options.
-type config struct {
+// Config is the validated, parsed form of Options, built once by
+// Options.Complete and shared read-only by Run, NewInformers and
+// NewAuthorizer. The zero value is not usable.
+type Config struct {
+	grpcListen        string
+	httpListen        string
+	metricsListen     string
 	audience          string
 	agentSAs          map[nsName]bool
 	peerNamespace     string
@@ -26,17 +31,23 @@ type config struct {
 	watchedNamespaces []string
 }
 
-func (o *Options) complete() (*config, error) {
-	if err := o.checkScalars(); err != nil {
+// Complete validates o (the same errors as Validate) and returns the parsed
+// Config.
+func (o *Options) Complete() (*Config, error) {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	c := &config{
+	c := &Config{
+		grpcListen:       o.GRPCListen,
+		httpListen:       o.HTTPListen,
+		metricsListen:    o.MetricsListen,
 		audience:         o.Audience,
 		agentSAs:         map[nsName]bool{},
 		peerNamespace:    o.PeerNamespace,
 		peerPrefix:       o.PeerServiceAccountPrefix,
 		relayPath:        o.RelayPath,
 		allowedOrigins:   map[string]bool{},
+		authnOnlyPaths:   append([]string(nil), o.AuthnOnlyPaths...),
 		allowSAs:         map[nsName]bool{},
 		cacheSize:        o.CacheSize,
 		cacheTTL:         o.CacheTTL,
@@ -46,38 +57,17 @@ func (o *Options) complete() (*config, error) {
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
-		n, err := parseNSName("agent-service-account", v)
-		if err != nil {
-			return nil, err
-		}
+		n, _ := parseNSName("agent-service-account", v) // checked by Validate
 		c.agentSAs[n] = true
 		namespaces[n.ns] = true
 	}
 	for _, v := range o.AllowServiceAccounts {
-		n, err := parseNSName("allow-service-account", v)
-		if err != nil {
-			return nil, err
-		}
+		n, _ := parseNSName("allow-service-account", v) // checked by Validate
 		c.allowSAs[n] = true
 		namespaces[n.ns] = true
 	}
 	for _, v := range o.AllowedOrigins {
-		if err := checkOrigin(v); err != nil {
-			return nil, err
-		}
 		c.allowedOrigins[strings.ToLower(strings.TrimSuffix(v, "/"))] = true
-	}
-	for _, v := range o.AuthnOnlyPaths {
-		if err := checkPath("authn-only-path", v); err != nil {
-			return nil, err
-		}
-		if underPrefix(o.RelayPath, v) {
-			return nil, fmt.Errorf("--authn-only-path: %q covers --relay-path %q", v, o.RelayPath)
-		}
-		c.authnOnlyPaths = append(c.authnOnlyPaths, v)
-	}
-	if len(c.authnOnlyPaths) > 0 && len(c.allowSAs) == 0 {
-		return nil, fmt.Errorf("--allow-service-account: required with --authn-only-path: %w", errNoIdentity)
 	}
 	for ns := range namespaces {
 		c.watchedNamespaces = append(c.watchedNamespaces, ns)
@@ -85,41 +75,35 @@ func (o *Options) complete() (*config, error) {
 	return c, nil
 }
 
-// checkScalars validates the single-valued options.
-func (o *Options) checkScalars() error {
+// checkScalars validates the single-valued options, one error per bad flag.
+func (o *Options) checkScalars() []error {
+	var errs []error
 	for _, a := range []struct {
 		flag, v    string
 		allowEmpty bool
 	}{{"grpc-listen", o.GRPCListen, false}, {"http-listen", o.HTTPListen, true}, {"metrics-listen", o.MetricsListen, false}} {
 		if err := checkAddr(a.flag, a.v, a.allowEmpty); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	switch {
-	case o.Audience == "" || strings.ContainsAny(o.Audience, " ,\t"):
-		return fmt.Errorf("--audience: want one non-empty audience, got %q", o.Audience)
-	case len(validation.IsDNS1123Label(o.PeerNamespace)) > 0:
-		return fmt.Errorf("--peer-namespace: not a namespace name: %q", o.PeerNamespace)
-	case o.PeerServiceAccountPrefix == "" || len(validation.IsDNS1123Subdomain(o.PeerServiceAccountPrefix+"x")) > 0:
-		return fmt.Errorf("--peer-service-account-prefix: not a ServiceAccount name prefix: %q", o.PeerServiceAccountPrefix)
-	case checkPath("relay-path", o.RelayPath) != nil || o.RelayPath == "/":
-		return fmt.Errorf("--relay-path: want a clean absolute path other than /, got %q", o.RelayPath)
-	case o.CacheSize < 1:
-		return fmt.Errorf("--cache-size: want >= 1, got %d", o.CacheSize)
-	case o.CacheTTL < 0:
-		return fmt.Errorf("--cache-ttl: want >= 0, got %s", o.CacheTTL)
-	case o.NegativeCacheTTL < 0:
-		return fmt.Errorf("--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
-	case o.MaxInflightReviews < 1:
-		return fmt.Errorf("--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
-	case o.CheckTimeout <= 0:
-		return fmt.Errorf("--check-timeout: want > 0, got %s", o.CheckTimeout)
-	case o.KubeAPIQPS <= 0:
-		return fmt.Errorf("--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
-	case o.KubeAPIBurst < 1:
-		return fmt.Errorf("--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	case o.LogFormat != "json" && o.LogFormat != "text":
-		return fmt.Errorf("--log-format: want json or text, got %q", o.LogFormat)
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
 	}
-	return nil
+	check(o.Audience == "" || strings.ContainsAny(o.Audience, " ,\t"), "--audience: want one non-empty audience, got %q", o.Audience)
+	check(len(validation.IsDNS1123Label(o.PeerNamespace)) > 0, "--peer-namespace: not a namespace name: %q", o.PeerNamespace)
+	check(o.PeerServiceAccountPrefix == "" || len(validation.IsDNS1123Subdomain(o.PeerServiceAccountPrefix+"x")) > 0,
+		"--peer-service-account-prefix: not a ServiceAccount name prefix: %q", o.PeerServiceAccountPrefix)
+	check(checkPath("relay-path", o.RelayPath) != nil || o.RelayPath == "/",
+		"--relay-path: want a clean absolute path other than /, got %q", o.RelayPath)
+	check(o.CacheSize < 1, "--cache-size: want >= 1, got %d", o.CacheSize)
+	check(o.CacheTTL < 0, "--cache-ttl: want >= 0, got %s", o.CacheTTL)
+	check(o.NegativeCacheTTL < 0, "--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
+	check(o.MaxInflightReviews < 1, "--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
+	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
+	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
+	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
+	check(o.LogFormat != "json" && o.LogFormat != "text", "--log-format: want json or text, got %q", o.LogFormat)
+	return errs
 }

@@ -215,7 +215,9 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 		peerObject("node-a", peerKeyB64), peerObject("node-b", peerKeyB64),
 		peerObject("node-bad", base64.StdEncoding.EncodeToString(make([]byte, 31))))
 	e.client.PrependReactor("create", "tokenreviews", e.react)
-	in, err := NewInformers(opts, e.client, e.dyn)
+	cfg, err := opts.Complete()
+	must(t, err)
+	in, err := NewInformers(cfg, e.client.CoreV1(), e.dyn.Resource(PeerGVR))
 	must(t, err)
 	e.in = in
 	ctx, cancel := context.WithCancel(context.Background())
@@ -227,7 +229,7 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 	if direct {
 		reviews = directReviews{e}
 	}
-	e.authz, err = NewAuthorizer(opts, Deps{Reviews: reviews, Objects: in,
+	e.authz, err = NewAuthorizer(cfg, Deps{Reviews: reviews, Objects: in,
 		Registry: e.reg, Logger: logger, Now: e.clock.Now})
 	must(t, err)
 	e.srv = &CheckServer{Authorizer: e.authz}

@@ -4,79 +4,106 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
 // PeerGVR is the WireKubePeer resource (cluster-scoped).
 var PeerGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubepeers"}
 
+// CoreClient is the part of the core/v1 client the informers read: Pods,
+// ServiceAccounts and Nodes, list and watch only.
+type CoreClient interface {
+	corev1client.PodsGetter
+	corev1client.ServiceAccountsGetter
+	corev1client.NodesGetter
+}
+
 // Informers is the informer-backed Objects. It watches Pods and
-// ServiceAccounts only in the namespaces the options name (agent, peer and
+// ServiceAccounts only in the namespaces the config names (agent, peer and
 // allowlisted ServiceAccount namespaces), Nodes (name and UID, for node-bound
 // tokens) and WireKubePeers; every object is stripped to the fields the
 // identity rules read. Lookups are safe for concurrent use.
 type Informers struct {
-	factories []informers.SharedInformerFactory
-	dynamic   dynamicinformer.DynamicSharedInformerFactory
-	pods      map[string]cache.SharedIndexInformer
-	sas       map[string]cache.SharedIndexInformer
-	nodes     cache.SharedIndexInformer
-	peers     cache.SharedIndexInformer
-	synced    []cache.InformerSynced
+	all    []cache.SharedIndexInformer
+	pods   map[string]cache.SharedIndexInformer
+	sas    map[string]cache.SharedIndexInformer
+	nodes  cache.SharedIndexInformer
+	peers  cache.SharedIndexInformer
+	synced []cache.InformerSynced
+	wg     sync.WaitGroup
 }
 
-// NewInformers builds (but does not start) the informers for opts.
-func NewInformers(opts Options, client kubernetes.Interface, dyn dynamic.Interface) (*Informers, error) {
-	cfg, err := opts.complete()
-	if err != nil {
+// NewInformers builds (but does not start) the informers for cfg over the
+// narrow clients: core for Pods, ServiceAccounts and Nodes, peers for the
+// cluster-scoped WireKubePeer resource (dyn.Resource(PeerGVR)).
+func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface) (*Informers, error) {
+	in := &Informers{pods: map[string]cache.SharedIndexInformer{}, sas: map[string]cache.SharedIndexInformer{}}
+	var err error
+	for _, ns := range cfg.watchedNamespaces {
+		pods, sas := core.Pods(ns), core.ServiceAccounts(ns)
+		if in.pods[ns], err = in.add(listWatch(pods.List, pods.Watch), &corev1.Pod{}); err != nil {
+			return nil, err
+		}
+		if in.sas[ns], err = in.add(listWatch(sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
+			return nil, err
+		}
+	}
+	nodes := core.Nodes()
+	if in.nodes, err = in.add(listWatch(nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
 		return nil, err
 	}
-	in := &Informers{pods: map[string]cache.SharedIndexInformer{}, sas: map[string]cache.SharedIndexInformer{}}
-	for _, ns := range cfg.watchedNamespaces {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0,
-			informers.WithNamespace(ns), informers.WithTransform(slimObject))
-		in.pods[ns] = f.Core().V1().Pods().Informer()
-		in.sas[ns] = f.Core().V1().ServiceAccounts().Informer()
-		in.synced = append(in.synced, in.pods[ns].HasSynced, in.sas[ns].HasSynced)
-		in.factories = append(in.factories, f)
+	if in.peers, err = in.add(listWatch(peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
+		return nil, err
 	}
-	cf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slimObject))
-	in.nodes = cf.Core().V1().Nodes().Informer()
-	in.factories = append(in.factories, cf)
-	in.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	in.peers = in.dynamic.ForResource(PeerGVR).Informer()
-	if err := in.peers.SetTransform(slimObject); err != nil {
-		return nil, fmt.Errorf("wirekubepeer informer: %w", err)
-	}
-	in.synced = append(in.synced, in.nodes.HasSynced, in.peers.HasSynced)
 	return in, nil
+}
+
+// add builds one informer with the slimming transform and records it.
+func (in *Informers) add(lw *cache.ListWatch, example runtime.Object) (cache.SharedIndexInformer, error) {
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	if err := inf.SetTransform(slimObject); err != nil {
+		return nil, fmt.Errorf("%T informer: %w", example, err)
+	}
+	in.all = append(in.all, inf)
+	in.synced = append(in.synced, inf.HasSynced)
+	return inf, nil
+}
+
+// listWatch adapts a typed client's List and Watch to a ListWatch.
+func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: watchFn,
+	}
 }
 
 // Start starts every informer; they stop when ctx is done. Shutdown waits
 // for their goroutines.
 func (in *Informers) Start(ctx context.Context) {
-	for _, f := range in.factories {
-		f.Start(ctx.Done())
+	for _, inf := range in.all {
+		in.wg.Go(func() { inf.RunWithContext(ctx) })
 	}
-	in.dynamic.Start(ctx.Done())
 }
 
 // Shutdown waits for the informer goroutines; call it after ctx of Start is
 // done.
 func (in *Informers) Shutdown() {
-	for _, f := range in.factories {
-		f.Shutdown()
-	}
-	in.dynamic.Shutdown()
+	in.wg.Wait()
 }
 
 // HasSynced reports whether every cache holds a full list.

@@ -16,9 +16,9 @@ import (
 )
 
 // Options is the user-facing configuration, one field per flag. The zero
-// value is not usable: start from DefaultOptions. Validate checks every
-// field and names the flag of the first bad one; complete turns the options
-// into the parsed config the Authorizer uses.
+// value is not usable: start from DefaultOptions. Validate reports every bad
+// field, each error naming its flag; Complete turns the options into the
+// parsed Config that NewInformers, NewAuthorizer and Run take.
 type Options struct {
 	// GRPCListen serves envoy.service.auth.v3.Authorization and
 	// grpc.health.v1.Health. Default 127.0.0.1:9001.
@@ -118,10 +118,36 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
 }
 
-// Validate checks every option; the error names the flag.
+// Validate reports every invalid option (errors.Join), each error naming
+// its flag.
 func (o *Options) Validate() error {
-	_, err := o.complete()
-	return err
+	errs := o.checkScalars()
+	for _, v := range o.AgentServiceAccounts {
+		if _, err := parseNSName("agent-service-account", v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, v := range o.AllowServiceAccounts {
+		if _, err := parseNSName("allow-service-account", v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, v := range o.AllowedOrigins {
+		if err := checkOrigin(v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, v := range o.AuthnOnlyPaths {
+		if err := checkPath("authn-only-path", v); err != nil {
+			errs = append(errs, err)
+		} else if underPrefix(o.RelayPath, v) {
+			errs = append(errs, fmt.Errorf("--authn-only-path: %q covers --relay-path %q", v, o.RelayPath))
+		}
+	}
+	if len(o.AuthnOnlyPaths) > 0 && len(o.AllowServiceAccounts) == 0 {
+		errs = append(errs, fmt.Errorf("--allow-service-account: required with --authn-only-path: %w", errNoIdentity))
+	}
+	return errors.Join(errs...)
 }
 
 // nsName is a parsed "namespace/name".

@@ -80,7 +80,7 @@ type reviewer struct {
 	metrics *metrics
 }
 
-func newReviewer(client authnv1client.TokenReviewsGetter, cfg *config, now func() time.Time, m *metrics) (*reviewer, error) {
+func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func() time.Time, m *metrics) (*reviewer, error) {
 	c, err := lru.New[cacheKey, cacheEntry](cfg.cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenreview cache: %w", err)

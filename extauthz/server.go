@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
@@ -28,25 +29,40 @@ const shutdownTimeout = 10 * time.Second
 // authServiceName is the gRPC service name health reports for.
 const authServiceName = "envoy.service.auth.v3.Authorization"
 
-// Clients are the Kubernetes clients the service uses.
+// Clients are the narrow Kubernetes clients the service uses. All are
+// required.
 type Clients struct {
-	Kube    kubernetes.Interface
-	Dynamic dynamic.Interface
+	// Core lists and watches Pods, ServiceAccounts and Nodes
+	// (kubernetes.Interface.CoreV1() fits).
+	Core CoreClient
+	// Reviews creates TokenReviews (kubernetes.Interface.AuthenticationV1()).
+	Reviews authnv1client.TokenReviewsGetter
+	// Peers lists and watches WireKubePeers (dynamic.Interface.Resource(PeerGVR)).
+	Peers dynamic.ResourceInterface
 }
 
-// Run serves until ctx is done, then stops every server (bounded) and waits
-// for every goroutine it started. gRPC health and /readyz report serving only
-// once the informer caches have synced.
-func Run(ctx context.Context, opts Options, c Clients, reg *prometheus.Registry, log *slog.Logger) error {
-	in, err := NewInformers(opts, c.Kube, c.Dynamic)
+// NewClients derives the narrow Clients from a clientset and a dynamic
+// client.
+func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
+	return Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR)}
+}
+
+// Run serves cfg until ctx is done, then stops every server (bounded) and
+// waits for every goroutine it started. gRPC health and /readyz report
+// serving only once the informer caches have synced.
+func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, log *slog.Logger) error {
+	if cfg == nil || c.Core == nil || c.Reviews == nil || c.Peers == nil {
+		return errors.New("extauthz: Run needs a completed Config and every client")
+	}
+	in, err := NewInformers(cfg, c.Core, c.Peers)
 	if err != nil {
 		return err
 	}
-	authz, err := NewAuthorizer(opts, Deps{Reviews: c.Kube.AuthenticationV1(), Objects: in, Registry: reg, Logger: log})
+	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
-	lns, err := listenAll(opts)
+	lns, err := listenAll(cfg)
 	if err != nil {
 		return err
 	}
@@ -80,7 +96,7 @@ func Run(ctx context.Context, opts Options, c Clients, reg *prometheus.Registry,
 
 type listeners struct{ grpc, http, metrics net.Listener }
 
-func listenAll(opts Options) (*listeners, error) {
+func listenAll(cfg *Config) (*listeners, error) {
 	var l listeners
 	var err error
 	closeAll := func() {
@@ -90,16 +106,16 @@ func listenAll(opts Options) (*listeners, error) {
 			}
 		}
 	}
-	if l.grpc, err = netutil.Listen(opts.GRPCListen); err != nil {
+	if l.grpc, err = netutil.Listen(cfg.grpcListen); err != nil {
 		return nil, fmt.Errorf("--grpc-listen: %w", err)
 	}
-	if opts.HTTPListen != "" {
-		if l.http, err = netutil.Listen(opts.HTTPListen); err != nil {
+	if cfg.httpListen != "" {
+		if l.http, err = netutil.Listen(cfg.httpListen); err != nil {
 			closeAll()
 			return nil, fmt.Errorf("--http-listen: %w", err)
 		}
 	}
-	if l.metrics, err = netutil.Listen(opts.MetricsListen); err != nil {
+	if l.metrics, err = netutil.Listen(cfg.metricsListen); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}

@@ -56,6 +56,8 @@ func TestRun(t *testing.T) {
 	opts.GRPCListen = "unix:" + filepath.Join(dir, "grpc.sock")
 	opts.HTTPListen = "unix:" + filepath.Join(dir, "http.sock")
 	opts.MetricsListen = "unix:" + filepath.Join(dir, "metrics.sock")
+	cfg, err := opts.Complete()
+	must(t, err)
 	kube := fake.NewSimpleClientset(fixtureObjects()...)
 	release := make(chan struct{})
 	kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -76,7 +78,7 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, opts, Clients{Kube: kube, Dynamic: dyn}, prometheus.NewRegistry(),
+		done <- Run(ctx, cfg, NewClients(kube, dyn), prometheus.NewRegistry(),
 			slog.New(slog.NewJSONHandler(io.MultiWriter(suiteLog, &logBuf), nil)))
 	}()
 	defer func() {

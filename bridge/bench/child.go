@@ -133,7 +133,11 @@ func newBenchBridge(relayAddr string) (*bridge.Server, error) {
 	o.MaxSessions = 100000
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
-	return bridge.New(o, nil, reg)
+	cfg, err := o.Complete()
+	if err != nil {
+		return nil, err
+	}
+	return bridge.New(cfg, nil, reg)
 }
 
 // child is a running gateway process.

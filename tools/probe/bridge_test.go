@@ -51,7 +51,11 @@ func startRealBridge(t *testing.T, relayAddr string, key relayproto.Key) string 
 	t.Helper()
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout, o.RegisterTimeout = relayAddr, "", 2*time.Second, 2*time.Second
-	b, err := bridge.New(o, nil, prometheus.NewRegistry())
+	cfg, err := o.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.New(cfg, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // Command is wirekube-relay-probe: it parses args (without the program
@@ -15,18 +13,10 @@ import (
 // ExitCode is the process exit code (nil when every stage passed). Usage
 // errors go to stderr.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o Options
+	o := DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.URL, "url", "", "relay endpoint, wss://HOST[:PORT]/relay or ws://... (required)")
-	fs.StringVar(&o.TokenFile, "token-file", contract.AgentTokenPath, "file holding the bearer token (trimmed, never printed); empty sends no token")
-	fs.StringVar(&o.PublicKey, "public-key", "", "WireGuard public key to register (base64)")
-	fs.StringVar(&o.PrivateKeyFile, "private-key-file", "", "WireGuard private key file (base64); the public key is derived from it")
-	fs.StringVar(&o.CAFile, "ca-file", "", "PEM CA bundle to verify the gateway with instead of the system roots")
-	fs.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "do not verify the gateway certificate (dangerous: the token goes to whoever answers)")
-	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "limit for connecting (DNS to upgrade) and for each echo round trip")
-	fs.IntVar(&o.Count, "count", DefaultCount, "number of echo round trips through the relay")
-	fs.StringVar(&o.Output, "output", "text", "report format: text or json")
+	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -36,17 +26,20 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (every input is a flag)", fs.Arg(0))
 	}
-	return Run(ctx, o, stdout)
-}
-
-// Run probes with o and writes the report to w. The returned error carries
-// the exit code (see ExitCode); nil means every stage passed.
-func Run(ctx context.Context, o Options, w io.Writer) error {
-	res, err := Check(ctx, o)
+	cfg, err := o.Complete()
 	if err != nil {
 		return err
 	}
-	if o.Output == "json" {
+	return Run(ctx, cfg, stdout)
+}
+
+// Run probes with the completed cfg and writes the report to w. The
+// returned error carries the exit code (see ExitCode); nil means every
+// stage passed.
+func Run(ctx context.Context, cfg *Config, w io.Writer) error {
+	res := cfg.Probe(ctx)
+	var err error
+	if cfg.output == "json" {
 		err = res.WriteJSON(w)
 	} else {
 		err = res.WriteText(w)

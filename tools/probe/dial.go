@@ -15,7 +15,7 @@ import (
 // records each as a stage. It is used for one dial, synchronously, by one
 // goroutine (gorilla calls the hook from DialContext).
 type dialer struct {
-	cfg    config
+	cfg    Config
 	res    *Result
 	now    func() time.Time
 	failed bool      // a stage recorded here failed; DialContext's error is explained

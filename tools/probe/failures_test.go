@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -148,7 +149,7 @@ func TestProbeNetworkFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			err := Run(context.Background(), opts(tc.url), &out)
+			err := runOptions(context.Background(), opts(tc.url), &out)
 			if ExitCode(err) != ExitNetwork {
 				t.Fatalf("exit %d (%v):\n%s", ExitCode(err), err, out.String())
 			}
@@ -310,4 +311,13 @@ func TestProbeAfterRegister(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runOptions completes o and runs it, as Command does after parsing.
+func runOptions(ctx context.Context, o Options, w io.Writer) error {
+	cfg, err := o.Complete()
+	if err != nil {
+		return err
+	}
+	return Run(ctx, cfg, w)
 }

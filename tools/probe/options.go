@@ -13,6 +13,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -67,54 +69,88 @@ type Options struct {
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
-// config is Options after Complete: every file read, every default set.
-type config struct {
+// Config is Options after Complete: every file read, every default set.
+// Run and Probe take it.
+type Config struct {
 	url        *url.URL
 	token      string // never printed
 	key        relayproto.Key
 	tls        *tls.Config
 	timeout    time.Duration
 	count      int
+	output     string
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
-// Validate checks the flags; every error names its flag.
+// AddFlags registers one flag per option on fs, with o's values as
+// defaults (start from DefaultOptions).
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.URL, "url", o.URL, "relay endpoint, wss://HOST[:PORT]/relay or ws://... (required)")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "file holding the bearer token (trimmed, never printed); empty sends no token")
+	fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "WireGuard public key to register (base64)")
+	fs.StringVar(&o.PrivateKeyFile, "private-key-file", o.PrivateKeyFile, "WireGuard private key file (base64); the public key is derived from it")
+	fs.StringVar(&o.CAFile, "ca-file", o.CAFile, "PEM CA bundle to verify the gateway with instead of the system roots")
+	fs.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", o.InsecureSkipVerify, "do not verify the gateway certificate (dangerous: the token goes to whoever answers)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit for connecting (DNS to upgrade) and for each echo round trip")
+	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
+	fs.StringVar(&o.Output, "output", o.Output, "report format: text or json")
+}
+
+// DefaultOptions are the flag defaults.
+func DefaultOptions() Options {
+	return Options{TokenFile: contract.AgentTokenPath, Timeout: DefaultTimeout, Count: DefaultCount, Output: "text"}
+}
+
+// Validate reports every invalid flag (joined), each error naming its flag,
+// as one usage error (ExitUsage).
 func (o Options) Validate() error {
-	if o.URL == "" {
-		return usageErrorf("--url is required (e.g. wss://relay.example.com%s)", contract.DefaultRelayPath)
-	}
-	u, err := url.Parse(o.URL)
-	if err != nil {
-		return usageErrorf("--url: cannot parse it: %v", redactURLError(err))
-	}
-	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return usageErrorf("--url: scheme must be ws or wss, got %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return usageErrorf("--url: no host")
-	}
-	if u.User != nil {
-		return usageErrorf("--url: credentials in the URL are refused (they leak into logs); use --token-file")
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := o.validateURL(); err != nil {
+		errs = append(errs, err)
 	}
 	if (o.PublicKey == "") == (o.PrivateKeyFile == "") {
-		return usageErrorf("exactly one of --public-key and --private-key-file is required")
+		add("exactly one of --public-key and --private-key-file is required")
 	}
 	if o.PublicKey != "" {
 		if _, err := relayproto.ParseKey(o.PublicKey); err != nil {
-			return usageErrorf("--public-key: want 32 bytes in standard base64: %v", err)
+			add("--public-key: want 32 bytes in standard base64: %v", err)
 		}
 	}
 	if o.CAFile != "" && o.InsecureSkipVerify {
-		return usageErrorf("--ca-file and --insecure-skip-verify exclude each other")
+		add("--ca-file and --insecure-skip-verify exclude each other")
 	}
 	if o.Timeout < 0 {
-		return usageErrorf("--timeout: must not be negative, got %s", o.Timeout)
+		add("--timeout: must not be negative, got %s", o.Timeout)
 	}
 	if o.Count < 0 || o.Count > MaxCount {
-		return usageErrorf("--count: want 1..%d, got %d", MaxCount, o.Count)
+		add("--count: want 1..%d, got %d", MaxCount, o.Count)
 	}
 	if o.Output != "" && o.Output != "text" && o.Output != "json" {
-		return usageErrorf("--output: want text or json, got %q", o.Output)
+		add("--output: want text or json, got %q", o.Output)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	return nil
+}
+
+// validateURL checks --url; the URL text never appears in the error (it
+// may hold a token).
+func (o Options) validateURL() error {
+	if o.URL == "" {
+		return fmt.Errorf("--url is required (e.g. wss://relay.example.com%s)", contract.DefaultRelayPath)
+	}
+	u, err := url.Parse(o.URL)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--url: cannot parse it: %v", redactURLError(err))
+	case u.Scheme != "ws" && u.Scheme != "wss":
+		return fmt.Errorf("--url: scheme must be ws or wss, got %q", u.Scheme)
+	case u.Host == "":
+		return fmt.Errorf("--url: no host")
+	case u.User != nil:
+		return fmt.Errorf("--url: credentials in the URL are refused (they leak into logs); use --token-file")
 	}
 	return nil
 }
@@ -129,12 +165,15 @@ func redactURLError(err error) error {
 
 // Complete validates o, reads the token, key and CA files, and fills in the
 // defaults.
-func (o Options) Complete() (config, error) {
+func (o Options) Complete() (*Config, error) {
 	if err := o.Validate(); err != nil {
-		return config{}, err
+		return nil, err
 	}
 	u, _ := url.Parse(o.URL)
-	c := config{url: u, timeout: o.Timeout, count: o.Count, lookupHost: o.lookupHost}
+	c := &Config{url: u, timeout: o.Timeout, count: o.Count, output: o.Output, lookupHost: o.lookupHost}
+	if c.output == "" {
+		c.output = "text"
+	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -146,13 +185,13 @@ func (o Options) Complete() (config, error) {
 	}
 	var err error
 	if c.token, err = readToken(o.TokenFile); err != nil {
-		return config{}, err
+		return nil, err
 	}
 	if c.key, err = o.publicKey(); err != nil {
-		return config{}, err
+		return nil, err
 	}
 	if c.tls, err = o.tlsConfig(u.Hostname()); err != nil {
-		return config{}, err
+		return nil, err
 	}
 	return c, nil
 }

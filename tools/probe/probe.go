@@ -17,7 +17,7 @@ import (
 // Probe runs every stage against the endpoint in c and returns the report.
 // It never returns the token in any field. The returned Result's ExitCode
 // classifies the outcome; Run does not fail for a failed probe.
-func (c config) Probe(ctx context.Context) *Result {
+func (c Config) Probe(ctx context.Context) *Result {
 	res := &Result{URL: redactURL(c.url)}
 	if c.url.Scheme == "ws" && c.token != "" {
 		res.warn("ws:// sends the token in clear text: use wss:// outside a trusted network")
@@ -46,7 +46,7 @@ func redactURL(u *url.URL) string {
 
 // upgrade dials and performs the WebSocket handshake. It returns nil when
 // any stage failed (the failure is recorded in the result).
-func (c config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
+func (c Config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	wd := &websocket.Dialer{
@@ -88,7 +88,7 @@ func (c config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
 
 // upgradeFailed records a handshake that got no 101: an HTTP deny with its
 // reason, or no answer at all.
-func (c config) upgradeFailed(res *Result, dur time.Duration, resp *http.Response, err error) {
+func (c Config) upgradeFailed(res *Result, dur time.Duration, resp *http.Response, err error) {
 	st := Stage{Name: StageUpgrade, Status: StatusFailed, Duration: dur}
 	if resp == nil {
 		st.Error = err.Error()

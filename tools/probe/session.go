@@ -19,7 +19,7 @@ import (
 // session runs Register and the echo round trips on an upgraded connection.
 // It is used by one goroutine; gorilla answers pings while it reads.
 type session struct {
-	cfg  config
+	cfg  Config
 	res  *Result
 	conn *websocket.Conn
 	now  func() time.Time

@@ -38,11 +38,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	opts := bridge.DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts.BindFlags(fs)
+	opts.AddFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := opts.Validate(); err != nil {
+	cfg, err := opts.Complete()
+	if err != nil {
 		return err
 	}
 	logger, err := logging.New(stderr, opts.LogFormat, "log-format")
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := bridge.New(opts, logger, reg)
+	srv, err := bridge.New(cfg, logger, reg)
 	if err != nil {
 		return err
 	}

@@ -51,13 +51,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if err := o.Validate(); err != nil {
+	cfg, err := o.Complete()
+	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *up {
-		return runUp(ctx, o, out)
+		return runUp(ctx, cfg, out)
 	}
-	rep, err := demo.Run(ctx, o)
+	rep, err := demo.Run(ctx, cfg)
 	if werr := rep.WriteText(out); werr != nil {
 		err = errors.Join(err, werr)
 	}
@@ -66,12 +67,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 // runUp serves until ctx ends (SIGINT or SIGTERM); a stack that came up and
 // was stopped by the signal is a success.
-func runUp(ctx context.Context, o demo.Options, out io.Writer) error {
+func runUp(ctx context.Context, cfg *demo.Config, out io.Writer) error {
 	probe := "bin/wirekube-relay-probe"
-	if o.BinDir != "" {
-		probe = filepath.Join(o.BinDir, "wirekube-relay-probe")
+	if cfg.BinDir != "" {
+		probe = filepath.Join(cfg.BinDir, "wirekube-relay-probe")
 	}
-	rep, err := demo.Up(ctx, o, func(rep *demo.Report) {
+	rep, err := demo.Up(ctx, cfg, func(rep *demo.Report) {
 		demo.WriteUpInstructions(out, rep, probe)
 	})
 	if err != nil {

@@ -47,7 +47,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := opts.Validate(); err != nil {
+	xcfg, err := opts.Complete()
+	if err != nil {
 		return err
 	}
 	log, err := logging.New(stderr, opts.LogFormat, "log-format")
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return extauthz.Run(ctx, opts, extauthz.Clients{Kube: kube, Dynamic: dyn}, reg, log)
+	return extauthz.Run(ctx, xcfg, extauthz.NewClients(kube, dyn), reg, log)
 }
 
 // restConfig loads path when set; otherwise the in-cluster config, then the

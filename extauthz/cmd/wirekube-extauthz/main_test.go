@@ -53,3 +53,15 @@ func TestKubeconfigMissing(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestInvalidFlagsAllReported: one run reports every bad flag, not only the
+// first.
+func TestInvalidFlagsAllReported(t *testing.T) {
+	err := run(context.Background(), []string{"--cache-size=0", "--relay-path=relay", "--agent-service-account=x",
+		"--allowed-origins=evil", "--log-format=xml"}, io.Discard)
+	for _, f := range []string{"--cache-size", "--relay-path", "--agent-service-account", "--allowed-origins", "--log-format"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("err = %v, want it to name %s", err, f)
+		}
+	}
+}
