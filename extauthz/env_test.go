@@ -217,7 +217,8 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 	e.client.PrependReactor("create", "tokenreviews", e.react)
 	cfg, err := opts.Complete()
 	must(t, err)
-	in, err := NewInformers(cfg, e.client.CoreV1(), e.dyn.Resource(PeerGVR))
+	clients := NewClients(e.client, e.dyn)
+	in, err := NewInformers(cfg, clients.Core, clients.Peers)
 	must(t, err)
 	e.in = in
 	ctx, cancel := context.WithCancel(context.Background())

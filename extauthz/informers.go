@@ -51,25 +51,25 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	var err error
 	for _, ns := range cfg.watchedNamespaces {
 		pods, sas := core.Pods(ns), core.ServiceAccounts(ns)
-		if in.pods[ns], err = in.add(listWatch(pods.List, pods.Watch), &corev1.Pod{}); err != nil {
+		if in.pods[ns], err = in.add(listWatch(core, pods.List, pods.Watch), &corev1.Pod{}); err != nil {
 			return nil, err
 		}
-		if in.sas[ns], err = in.add(listWatch(sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
+		if in.sas[ns], err = in.add(listWatch(core, sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
 			return nil, err
 		}
 	}
 	nodes := core.Nodes()
-	if in.nodes, err = in.add(listWatch(nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
+	if in.nodes, err = in.add(listWatch(core, nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
 		return nil, err
 	}
-	if in.peers, err = in.add(listWatch(peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
+	if in.peers, err = in.add(listWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
 // add builds one informer with the slimming transform and records it.
-func (in *Informers) add(lw *cache.ListWatch, example runtime.Object) (cache.SharedIndexInformer, error) {
+func (in *Informers) add(lw cache.ListerWatcher, example runtime.Object) (cache.SharedIndexInformer, error) {
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 	})
@@ -81,16 +81,29 @@ func (in *Informers) add(lw *cache.ListWatch, example runtime.Object) (cache.Sha
 	return inf, nil
 }
 
-// listWatch adapts a typed client's List and Watch to a ListWatch.
-func listWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
-	return &cache.ListWatch{
+// listWatch adapts a typed client's List and Watch to a ListerWatcher. The
+// reflector streams the initial list as a watch (WatchList) unless client
+// says it cannot (client-go's fakes, wrapped by NewClients), as the informer
+// factories decide.
+func listWatch[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return list(ctx, o)
 		},
 		WatchFuncWithContext: watchFn,
-	}
+	}, client)
 }
+
+// coreNoWatchList and peersNoWatchList carry a clientset's "no WatchList"
+// marker over to the narrow clients derived from it.
+type coreNoWatchList struct{ CoreClient }
+
+func (coreNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+type peersNoWatchList struct{ dynamic.ResourceInterface }
+
+func (peersNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Start starts every informer; they stop when ctx is done. Shutdown waits
 // for their goroutines.

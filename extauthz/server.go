@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
@@ -44,7 +45,14 @@ type Clients struct {
 // NewClients derives the narrow Clients from a clientset and a dynamic
 // client.
 func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
-	return Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR)}
+	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR)}
+	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
+		c.Core = coreNoWatchList{c.Core}
+	}
+	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
+		c.Peers = peersNoWatchList{c.Peers}
+	}
+	return c
 }
 
 // Run serves cfg until ctx is done, then stops every server (bounded) and

@@ -44,33 +44,90 @@ with an Error frame. SIGINT or SIGTERM stops it.
 Flags:
 `
 
+// options are the fixture's flags.
+type options struct {
+	listen    string
+	logFormat string
+	relay     refrelay.Options
+}
+
+// config is options after complete.
+type config struct {
+	listen    string
+	logFormat string
+	relay     refrelay.Options
+}
+
+func defaultOptions() options {
+	return options{listen: "127.0.0.1:3478", logFormat: "json", relay: refrelay.Options{
+		QueueDepth: refrelay.DefaultQueueDepth, WriteStallTimeout: refrelay.DefaultWriteStallTimeout}}
+}
+
+// AddFlags registers one flag per option on fs.
+func (o *options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.listen, "listen", o.listen, "TCP host:port (a UDP socket is opened on the same address) or unix:/path")
+	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: json or text")
+	fs.IntVar(&o.relay.QueueDepth, "queue-depth", o.relay.QueueDepth, "frames queued per destination before the newest is dropped")
+	fs.DurationVar(&o.relay.WriteStallTimeout, "write-stall-timeout", o.relay.WriteStallTimeout, "disconnect a peer whose write blocks this long")
+	fs.BoolVar(&o.relay.DisableUDP, "no-udp", o.relay.DisableUDP, "do not open the UDP socket next to the TCP listener")
+}
+
+// Validate reports every invalid flag, each naming its flag.
+func (o *options) Validate() error {
+	var errs []error
+	if o.listen == "" {
+		errs = append(errs, errors.New("--listen: must not be empty"))
+	}
+	if o.logFormat != "json" && o.logFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format: want json or text, got %q", o.logFormat))
+	}
+	if o.relay.QueueDepth <= 0 {
+		errs = append(errs, fmt.Errorf("--queue-depth: must be positive, got %d", o.relay.QueueDepth))
+	}
+	if o.relay.WriteStallTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--write-stall-timeout: must be positive, got %s", o.relay.WriteStallTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Complete validates o and returns the config run serves.
+func (o *options) Complete() (*config, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &config{listen: o.listen, logFormat: o.logFormat, relay: o.relay}, nil
+}
+
 // run parses args, serves until ctx is done, and returns nil on a clean stop.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wirekube-refrelay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	listen := fs.String("listen", "127.0.0.1:3478", "TCP host:port (a UDP socket is opened on the same address) or unix:/path")
-	logFormat := fs.String("log-format", "json", "log format: json or text")
-	var opts refrelay.Options
-	fs.IntVar(&opts.QueueDepth, "queue-depth", refrelay.DefaultQueueDepth, "frames queued per destination before the newest is dropped")
-	fs.DurationVar(&opts.WriteStallTimeout, "write-stall-timeout", refrelay.DefaultWriteStallTimeout, "disconnect a peer whose write blocks this long")
-	fs.BoolVar(&opts.DisableUDP, "no-udp", false, "do not open the UDP socket next to the TCP listener")
+	o := defaultOptions()
+	o.AddFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := logging.New(stderr, *logFormat, "log-format")
+	cfg, err := o.Complete()
 	if err != nil {
 		return err
 	}
-	if opts.QueueDepth <= 0 || opts.WriteStallTimeout <= 0 {
-		return fmt.Errorf("--queue-depth and --write-stall-timeout must be positive")
+	return serve(ctx, cfg, stderr)
+}
+
+// serve runs the fixture with cfg until ctx is done.
+func serve(ctx context.Context, cfg *config, stderr io.Writer) error {
+	log, err := logging.New(stderr, cfg.logFormat, "log-format")
+	if err != nil {
+		return err
 	}
+	opts := cfg.relay
 	opts.Logger = log.With("component", "refrelay", "fixture", true)
 	srv, err := refrelay.New(opts)
 	if err != nil {
 		return err
 	}
-	ln, err := netutil.Listen(*listen)
+	ln, err := netutil.Listen(cfg.listen)
 	if err != nil {
 		return err
 	}
