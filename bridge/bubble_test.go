@@ -87,7 +87,7 @@ func startBubble(t *testing.T, mod func(*Options)) *bubble {
 	if mod != nil {
 		mod(&o)
 	}
-	srv, err := New(o, slog.New(slog.NewJSONHandler(b.logs, nil)), prometheus.NewRegistry())
+	srv, err := newFromOptions(o, slog.New(slog.NewJSONHandler(b.logs, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
