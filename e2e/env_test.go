@@ -39,6 +39,7 @@ type env struct {
 	procs   *stack.Procs
 	cluster *stack.Cluster
 	stack   *stack.Stack
+	bins    map[string]string // the repository binaries, by name
 	fronts  []front
 
 	extauthzSA             string
@@ -79,6 +80,7 @@ func newEnv(t *testing.T) *env {
 	fatalIf(t, e.seedCluster(ctx))
 	repoBins, err := stack.BuildRepoBinaries(ctx, repo, filepath.Join(runDir, "bin"), testWriter{t})
 	fatalIf(t, err)
+	e.bins = repoBins
 	kubeconfig, err := e.extauthzKubeconfig(ctx)
 	fatalIf(t, err)
 	e.stack, err = stack.StartStack(ctx, procs, stack.StackOptions{

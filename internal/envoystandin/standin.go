@@ -39,8 +39,11 @@ import (
 type Options struct {
 	TLS          *tls.Config // serving certificate
 	ExtauthzGRPC string      // host:port of wirekube-extauthz --grpc-listen
-	Bridge       string      // host:port of wirekube-bridge --listen
-	RelayPath    string      // default /relay
+	// ExtauthzHTTP, when set instead of ExtauthzGRPC, makes this the
+	// http_service variant (httpservice.go): host:port of --http-listen.
+	ExtauthzHTTP string
+	Bridge       string // host:port of wirekube-bridge --listen
+	RelayPath    string // default /relay
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
 	// AccessLog, when set, gets one JSON line per request with the fields of
@@ -56,12 +59,14 @@ type Server struct {
 	proxy  *httputil.ReverseProxy
 	logger *slog.Logger
 	access *accessLog // nil: no access log
+	// httpAuth is set in the http_service variant (conn and authz are nil).
+	httpAuth *httpServiceClient
 }
 
 // New connects (lazily) to extauthz and prepares the proxy.
 func New(o Options) (*Server, error) {
-	if o.TLS == nil || o.ExtauthzGRPC == "" || o.Bridge == "" || o.Logger == nil {
-		return nil, errors.New("envoystandin: TLS, ExtauthzGRPC, Bridge and Logger are required")
+	if o.TLS == nil || (o.ExtauthzGRPC == "") == (o.ExtauthzHTTP == "") || o.Bridge == "" || o.Logger == nil {
+		return nil, errors.New("envoystandin: TLS, one of ExtauthzGRPC and ExtauthzHTTP, Bridge and Logger are required")
 	}
 	if o.RelayPath == "" {
 		o.RelayPath = contract.DefaultRelayPath
@@ -69,17 +74,22 @@ func New(o Options) (*Server, error) {
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = 3 * time.Second
 	}
-	conn, err := grpc.NewClient(o.ExtauthzGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, fmt.Errorf("envoystandin: grpc: %w", err)
-	}
 	target := &url.URL{Scheme: "http", Host: o.Bridge}
-	s := &Server{opts: o, conn: conn, authz: authv3.NewAuthorizationClient(conn), logger: o.Logger}
+	s := &Server{opts: o, logger: o.Logger}
 	if o.AccessLog != nil {
+		var err error
 		if s.access, err = newAccessLog(o.AccessLog); err != nil {
-			conn.Close()
 			return nil, fmt.Errorf("envoystandin: access log: %w", err)
 		}
+	}
+	if o.ExtauthzGRPC == "" {
+		s.httpAuth = newHTTPServiceClient(o.ExtauthzHTTP)
+	} else {
+		conn, err := grpc.NewClient(o.ExtauthzGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, fmt.Errorf("envoystandin: grpc: %w", err)
+		}
+		s.conn, s.authz = conn, authv3.NewAuthorizationClient(conn)
 	}
 	s.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -105,7 +115,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.ServeTLS(ln, "", "") }() // owned: received below
 	select {
 	case err := <-errc:
-		s.conn.Close()
+		s.closeConn()
 		return fmt.Errorf("envoystandin: %w", err)
 	case <-ctx.Done():
 	}
@@ -113,7 +123,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	err := srv.Shutdown(shutCtx)
 	<-errc
-	s.conn.Close()
+	s.closeConn()
 	return err
 }
 
@@ -144,6 +154,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) relay(x *exchange) {
+	if s.httpAuth != nil {
+		s.relayHTTPService(x)
+		return
+	}
 	w, r := x.rec, x.req
 	id := r.Header.Get("X-Request-Id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.CheckTimeout)

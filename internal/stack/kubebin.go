@@ -117,7 +117,7 @@ func checkBinaries(b KubeBinaries) (KubeBinaries, error) {
 // name so that an interrupted build never leaves a broken cached binary.
 func goBuild(ctx context.Context, modDir, dst, pkg, ldflags string, out io.Writer) error {
 	start := time.Now()
-	fmt.Fprintf(out, "harness: building %s %s into %s (a cold build takes minutes)\n", filepath.Base(dst), KubeVersion, dst)
+	fmt.Fprintf(out, "harness: building %s (%s) into %s (a cold build takes minutes)\n", filepath.Base(dst), pkg, dst)
 	tmp := dst + ".building"
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags="+ldflags, "-o", tmp, pkg)
 	cmd.Dir = modDir

@@ -89,6 +89,12 @@ func NewProcs(logDir string, out io.Writer) (*Procs, error) {
 // Start runs bin with args; the log file is LogDir/<name>.<n>.log so that a
 // restarted process keeps the log of its previous run.
 func (ps *Procs) Start(name, bin string, args ...string) (*Proc, error) {
+	return ps.StartEnv(name, bin, nil, args...)
+}
+
+// StartEnv is Start with extra environment variables (KEY=value) added to
+// the test process's own.
+func (ps *Procs) StartEnv(name, bin string, env []string, args ...string) (*Proc, error) {
 	ps.mu.Lock()
 	ps.seq++
 	logPath := filepath.Join(ps.LogDir, fmt.Sprintf("%s.%d.log", name, ps.seq))
@@ -98,6 +104,9 @@ func (ps *Procs) Start(name, bin string, args ...string) (*Proc, error) {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	// If the test binary dies without cleanup, the kernel kills the child.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
