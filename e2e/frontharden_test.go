@@ -15,9 +15,17 @@ import (
 
 // spoofHeaders are client-supplied identity headers in every spelling a
 // client can send: canonical, lower and upper case, repeated, the deny
-// reason, and with underscores (which Go proxies accept as distinct names
-// and nginx drops by default).
-func spoofHeaders(victimPeer, victimKey string) http.Header {
+// reason, a name outside the contract, and (underscores) the spellings with
+// underscores, which Go proxies accept as distinct names, nginx drops and
+// Envoy (headers_with_underscores_action: REJECT_REQUEST) refuses.
+func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
+	if underscores {
+		return http.Header{
+			"X_WireKube_Peer":       {victimPeer},
+			"X_WIREKUBE_PUBLIC_KEY": {victimKey},
+			"x_wirekube_identity":   {"spoofed"},
+		}
+	}
 	return http.Header{
 		contract.HeaderPeer:         {victimPeer},
 		"x-wirekube-public-key":     {victimKey},
@@ -25,9 +33,6 @@ func spoofHeaders(victimPeer, victimKey string) http.Header {
 		contract.HeaderTokenExpires: {"2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z"},
 		contract.HeaderDenyReason:   {"spoofed"},
 		"X-WireKube-Extra":          {"spoofed"},
-		"X_WireKube_Peer":           {victimPeer},
-		"X_WIREKUBE_PUBLIC_KEY":     {victimKey},
-		"x_wirekube_identity":       {"spoofed"},
 	}
 }
 
@@ -57,7 +62,20 @@ func contractHeader(name string) bool {
 func (e *env) matrixSpoof(t *testing.T, r *frontRow, a identity) {
 	victim := e.matrixAgent(t, r, "victim")
 	o := r.opts(a)
-	o.Header = spoofHeaders(victim.peer, victim.key.Base64())
+	o.Header = spoofHeaders(victim.peer, victim.key.Base64(), false)
+	underscored := spoofHeaders(victim.peer, victim.key.Base64(), true)
+	if r.rejectsUnderscores {
+		ou := o
+		ou.Header = underscored
+		bm := r.bridgeHop.Mark()
+		if got := dialAnswer(t, ou); got.status != http.StatusBadRequest || len(r.bridgeHop.Since(bm)) != 0 {
+			t.Errorf("underscore header names: HTTP %d, reached the bridge %v; want 400 before any filter", got.status, len(r.bridgeHop.Since(bm)) > 0)
+		}
+	} else {
+		for k, v := range underscored {
+			o.Header[k] = v
+		}
+	}
 	am, bm := r.authHop.Mark(), r.bridgeHop.Mark()
 	c, err := testagent.Dial(context.Background(), o, a.key)
 	fatalIf(t, err)

@@ -189,8 +189,11 @@ func checkIngressNginx(t *testing.T, r *rendered) {
 	url := a["nginx.ingress.kubernetes.io/auth-url"]
 	mustf(t, strings.HasPrefix(url, "http://"+authz.Name+"."+namespace+".svc") && strings.Contains(url, ":9002/") &&
 		strings.HasSuffix(hl, ":9002"), "auth-url %q must reach extauthz --http-listen=%s via Service %s", url, hl, authz.Name)
-	mustf(t, a["nginx.ingress.kubernetes.io/auth-response-headers"] == strings.Join(contract.IdentityHeaders, ","),
-		"auth-response-headers %q, want %v", a["nginx.ingress.kubernetes.io/auth-response-headers"], contract.IdentityHeaders)
+	// The identity headers, and the deny reason (never in an allow answer:
+	// listing it clears a client's copy without a snippet).
+	want := strings.Join(append(append([]string(nil), contract.IdentityHeaders...), contract.HeaderDenyReason), ",")
+	mustf(t, a["nginx.ingress.kubernetes.io/auth-response-headers"] == want,
+		"auth-response-headers %q, want %v", a["nginx.ingress.kubernetes.io/auth-response-headers"], want)
 	rt, _ := strconv.Atoi(a["nginx.ingress.kubernetes.io/proxy-read-timeout"])
 	mustf(t, rt >= 4*agentKeepaliveSeconds, "proxy-read-timeout %d too short for the keepalive", rt)
 	checkRelayPath(t, ing, "http")

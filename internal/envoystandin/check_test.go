@@ -79,3 +79,19 @@ func TestCheckRequestAsEnvoy(t *testing.T) {
 		t.Errorf("attributes %v", http)
 	}
 }
+
+func TestUnderscoreHeaderRejected(t *testing.T) {
+	for _, tc := range []struct {
+		h    http.Header
+		want bool
+	}{
+		{http.Header{"X-Wirekube-Peer": {"a"}}, false},
+		{http.Header{"X_wirekube_peer": {"a"}}, true},
+		{http.Header{"Some_header": {"a"}}, true},
+		{http.Header{}, false},
+	} {
+		if got := hasUnderscoreHeader(tc.h); got != tc.want {
+			t.Errorf("hasUnderscoreHeader(%v) = %v, want %v", tc.h, got, tc.want)
+		}
+	}
+}

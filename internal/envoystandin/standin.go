@@ -137,6 +137,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.access != nil {
 		defer s.access.write(x)
 	}
+	if hasUnderscoreHeader(r.Header) {
+		x.route, x.details = "", "http1.unexpected_underscore"
+		http.Error(x.rec, "Bad Request", http.StatusBadRequest)
+		return
+	}
 	stripClientIdentity(r.Header)
 	r.Header.Set("X-Request-Id", newRequestID())
 	switch r.URL.Path {

@@ -81,7 +81,7 @@ func StartStandin(o FrontOptions, grpcAddr, logName string) (*Standin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("standin log: %w", err)
 	}
-	so := envoystandin.Options{TLS: kp, ExtauthzGRPC: grpcAddr, Bridge: o.Bridge,
+	so := envoystandin.Options{TLS: kp, ExtauthzGRPC: grpcAddr, Bridge: o.Bridge, AccessLog: f,
 		Logger: slog.New(slog.NewJSONHandler(f, nil)).With("component", strings.TrimSuffix(logName, ".log"))}
 	if grpcAddr == "" {
 		so.ExtauthzHTTP = o.ExtauthzHTTP
