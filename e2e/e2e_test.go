@@ -37,6 +37,7 @@ func TestE2E(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
 	t.Run("faults", e.testFaults)
 	t.Run("8_logs_contain_no_token", e.testLogs)
