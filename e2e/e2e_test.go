@@ -26,6 +26,8 @@ func TestE2E(t *testing.T) {
 	t.Run("harness", e.testHarness)
 	t.Run("manifests_dry_run", e.testManifests)
 	t.Run("extauthz_rbac_from_manifests", e.testExtauthzRBAC)
+	t.Run("chart_dry_run", e.testChartDryRun)
+	t.Run("alongside_wirekube_chart", e.testAlongsideChart)
 	for _, f := range e.fronts {
 		t.Run(f.name, func(t *testing.T) {
 			sentinels := e.newSentinels(t, f)
@@ -39,6 +41,7 @@ func TestE2E(t *testing.T) {
 	}
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
+	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("faults", e.testFaults)
 	t.Run("8_logs_contain_no_token", e.testLogs)
 	t.Logf("suite done in %s", time.Since(start).Round(time.Millisecond))

@@ -36,7 +36,7 @@ var chartValueSets = map[string][]string{
 	"default":    nil,
 	"front-none": {"--set", "front=none"},
 	"migration":  {"--set", "networkPolicy.migrationNodeCIDRs={" + netpol.MigrationNodeCIDR + "}"},
-	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true"},
+	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
 	"plaintext":  {"--set", "envoy.config=envoy-plaintext.yaml"},
 }
 

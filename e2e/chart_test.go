@@ -1,0 +1,215 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/wirekube/relay-ws/internal/promql"
+	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/manifests"
+)
+
+// chartValueSets are the chart shapes dry-run against the API server (the
+// unit tests lint and compare the same shapes).
+var chartValueSets = map[string][]string{
+	"default":    nil,
+	"front-none": {"--set", "front=none"},
+	"migration":  {"--set", "networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true," +
+		"monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
+}
+
+func (e *env) renderChart(t *testing.T, namespace string, extra ...string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := manifests.HelmTemplate(context.Background(), filepath.Join(e.repo, manifests.ChartPath), namespace, extra...)
+	fatalIf(t, err)
+	objs, err := stack.DecodeObjects(out)
+	fatalIf(t, err)
+	if len(objs) == 0 {
+		t.Fatal("the chart renders no objects")
+	}
+	return objs
+}
+
+// testChartDryRun: the rendered chart, in each value set, passes a
+// server-side dry-run apply against the real API server.
+func (e *env) testChartDryRun(t *testing.T) {
+	ctx := context.Background()
+	for name, extra := range chartValueSets {
+		t.Run(name, func(t *testing.T) {
+			objs := e.renderChart(t, stack.Namespace, extra...)
+			fatalIf(t, e.cluster.Apply(ctx, objs, true))
+		})
+	}
+}
+
+// testAlongsideChart: each shape of the WireKube chart (the fixtures in
+// manifests/testdata/wirekube-chart) is really applied into a namespace of
+// its own; then none of our objects exists there yet (no name collides),
+// the Service the bridge dials exists as a headless TCP 3478 Service, and
+// our chart passes a server-side dry run next to it.
+func (e *env) testAlongsideChart(t *testing.T) {
+	for _, shape := range []string{"tcp", "wss", "mesh-unmanaged"} {
+		t.Run(shape, func(t *testing.T) { e.alongsideShape(t, shape) })
+	}
+}
+
+func (e *env) alongsideShape(t *testing.T, shape string) {
+	ctx := context.Background()
+	ns := "wk-chart-" + shape
+	fatalIf(t, e.cluster.EnsureNamespace(ctx, ns))
+	t.Cleanup(func() {
+		_ = e.cluster.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	theirs, err := stack.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", "testdata", "wirekube-chart", shape))
+	fatalIf(t, err)
+	var namespaced []*unstructured.Unstructured
+	for _, o := range theirs {
+		if o.GetNamespace() == "" {
+			continue // the WireKubeMesh is cluster-scoped; the unit tests cover its name
+		}
+		o = o.DeepCopy()
+		o.SetNamespace(ns)
+		namespaced = append(namespaced, o)
+	}
+	fatalIf(t, e.cluster.Apply(ctx, namespaced, false))
+
+	ours := e.renderChart(t, ns, "--set", "networkPolicy.relayNamespace="+ns,
+		"--set", "bridge.relayAddr=wirekube-relay-control."+ns+".svc.cluster.local:3478")
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cluster.Client.Discovery()))
+	for _, o := range ours {
+		if o.GetNamespace() == "" {
+			continue // cluster-scoped RBAC: one per cluster, never the chart's names (unit tests)
+		}
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		fatalIf(t, err)
+		_, err = e.cluster.Dynamic.Resource(m.Resource).Namespace(ns).Get(ctx, o.GetName(), metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s %s/%s: %v before our install, want NotFound (a name collides with the WireKube chart)", gvk.Kind, ns, o.GetName(), err)
+		}
+	}
+	svc, err := e.cluster.Client.CoreV1().Services(ns).Get(ctx, "wirekube-relay-control", metav1.GetOptions{})
+	fatalIf(t, err)
+	if svc.Spec.ClusterIP != "None" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 3478 {
+		t.Errorf("the dialed Service: clusterIP %q ports %+v, want headless TCP 3478", svc.Spec.ClusterIP, svc.Spec.Ports)
+	}
+	fatalIf(t, e.cluster.Apply(ctx, ours, true))
+}
+
+// testOperatorSignals: every metric an alert or a dashboard panel reads is
+// in the /metrics output of the running bridge and extauthz. One session
+// through the first front (opened, proven live, closed) makes the
+// label-keyed families appear even when the suite runs this case alone;
+// `up` is the one name Prometheus makes itself.
+func (e *env) testOperatorSignals(t *testing.T) {
+	needs := e.signalMetrics(t)
+	f := e.fronts[0]
+	c := session(t, f, e.podAgent(t, peerName(f, "signals-a")))
+	fatalIf(t, c.Close())
+	var missing []string
+	// The session's end is counted once the bridge sees the close: poll.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		exported := map[string]bool{"up": true}
+		for _, addr := range []string{e.stack.BridgeMetrics, e.stack.ExtauthzMetrics} {
+			for name := range scrapeNames(t, addr) {
+				exported[name] = true
+			}
+		}
+		missing = missing[:0]
+		for name := range needs {
+			if !exported[name] {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, name := range missing {
+		t.Errorf("%s reads %s, which neither the bridge nor extauthz exports", strings.Join(needs[name], ", "), name)
+	}
+}
+
+// signalMetrics returns every metric name the PrometheusRule and the
+// Grafana dashboard read, with where each is read.
+func (e *env) signalMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	dir := filepath.Join(e.repo, manifests.ChartPath, "files")
+	rules, err := os.ReadFile(filepath.Join(dir, "prometheusrule-spec.yaml"))
+	fatalIf(t, err)
+	dash, err := os.ReadFile(filepath.Join(dir, "grafana-dashboard.json"))
+	fatalIf(t, err)
+	sources := map[string]map[string]string{}
+	sources["PrometheusRule"], err = promql.RuleExpressions(rules)
+	fatalIf(t, err)
+	sources["dashboard"], err = promql.DashboardExpressions(dash)
+	fatalIf(t, err)
+	needs := map[string][]string{}
+	for src, exprs := range sources {
+		if len(exprs) == 0 {
+			t.Errorf("%s: no expressions", src)
+		}
+		for where, expr := range exprs {
+			names, err := promql.MetricNames(expr)
+			if err != nil || len(names) == 0 {
+				t.Errorf("%s %s: %q reads no metric (%v)", src, where, expr, err)
+			}
+			for _, n := range names {
+				needs[n] = append(needs[n], src+" "+where)
+			}
+		}
+	}
+	return needs
+}
+
+// scrapeNames returns the series names in one /metrics answer (from its
+// "# TYPE name type" lines), histogram and summary families expanded to
+// their _bucket, _sum and _count series.
+func scrapeNames(t *testing.T, addr string) map[string]bool {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	fatalIf(t, err)
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:" + port + "/metrics")
+	fatalIf(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	fatalIf(t, err)
+	out := map[string]bool{}
+	for line := range strings.Lines(string(body)) {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "#" || f[1] != "TYPE" {
+			continue
+		}
+		name := f[2]
+		out[name] = true
+		switch f[3] {
+		case "histogram":
+			out[name+"_bucket"], out[name+"_sum"], out[name+"_count"] = true, true, true
+		case "summary":
+			out[name+"_sum"], out[name+"_count"] = true, true
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s/metrics exports nothing", addr)
+	}
+	return out
+}
