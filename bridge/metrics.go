@@ -47,11 +47,6 @@ type metrics struct {
 
 type frameCounter struct{ frames, bytes prometheus.Counter }
 
-func (c *frameCounter) add(n int) {
-	c.frames.Inc()
-	c.bytes.Add(float64(n))
-}
-
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	const ns = "wirekube_bridge"
 	m := &metrics{

@@ -72,6 +72,7 @@ func (s *session) decodeClient() (bool, *closeError) {
 	// decoder has consumed the rest, and must not see it again.
 	s.raw.n = s.inLen + copy(buf[s.inLen:], buf[start+used:s.raw.n])
 	s.release(&s.raw)
+	s.toRelayCounts.flush() // dropped frames and messages of this batch
 	if ended && !done {
 		done = s.linger(used)
 	}
@@ -167,6 +168,7 @@ func (s *session) onControl(op byte, payload []byte) error {
 // writeRelay sends verified client bytes to the relay with the write
 // timeout, so a stuck relay ends only this session.
 func (s *session) writeRelay(p []byte) error {
+	s.toRelayCounts.flush() // counted before the relay sees them
 	if err := s.relay.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return err
 	}
@@ -227,16 +229,18 @@ func (s *session) copyRelay() error {
 	}
 }
 
-// writeClient sends one binary message of whole frames.
+// writeClient sends one binary message of whole frames, counted per run
+// of frames of one type (see frameCounts).
 func (s *session) writeClient(p []byte) error {
-	m := s.srv.metrics
+	c := &s.toClientCounts
 	for off := 0; off < len(p); {
 		t, bodyLen, _ := relayproto.ParseHeader([relayproto.HeaderSize]byte(p[off : off+relayproto.HeaderSize]))
 		size := relayproto.HeaderSize + bodyLen
-		m.toClient[t].add(size)
+		c.frame(t, size)
 		off += size
 	}
-	m.messagesToClient.Inc()
+	c.message()
+	c.flush()
 	if err := s.ws.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return err
 	}

@@ -209,15 +209,14 @@ func (s *Server) logEnd(sess *session, ce *closeError) {
 
 // countMessage counts a binary message from the client.
 func (sess *session) countMessage() error {
-	sess.srv.metrics.messagesToRelay.Inc()
+	sess.toRelayCounts.message()
 	return nil
 }
 
 // countToRelay counts one client frame, forwarded or dropped.
 func (sess *session) countToRelay(t relayproto.FrameType, size int, forwarded bool) {
-	m := sess.srv.metrics
-	m.toRelay[t].add(size)
+	sess.toRelayCounts.frame(t, size)
 	if !forwarded {
-		m.droppedUnknown.Inc()
+		sess.srv.metrics.droppedUnknown.Inc()
 	}
 }

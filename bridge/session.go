@@ -35,6 +35,10 @@ type session struct {
 	lingered  int
 	lingerRaw bool
 
+	// Counter updates batched per forwarded run or message, one per
+	// direction's goroutine.
+	toRelayCounts, toClientCounts frameCounts
+
 	// lastRefresh is when the client read deadline was last pushed back;
 	// only the client reader goroutine uses it.
 	lastRefresh time.Time
@@ -74,6 +78,9 @@ func (s *session) release(sb *streamBuf) {
 func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string) *session {
 	s := &session{srv: srv, ws: ws, relay: relay, id: id, remote: remote, start: time.Now()}
 	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay}
+	m := srv.metrics
+	s.toRelayCounts = frameCounts{counters: m.toRelay, messages: m.messagesToRelay}
+	s.toClientCounts = frameCounts{counters: m.toClient, messages: m.messagesToClient}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.regTimer = time.AfterFunc(srv.cfg.RegisterTimeout, func() {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/refrelay"
@@ -136,6 +137,7 @@ func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr stri
 		}
 		res.Paths[p.name] = f
 	}
+	paths = onlyPaths(paths, os.Getenv(onlyPathsEnv))
 	// Rounds interleave the paths so a swing in machine load hits all.
 	for round := range max(cfg.Rounds, 1) {
 		for _, p := range paths {
@@ -252,4 +254,26 @@ func (p path) dial(ctx context.Context, relayAddr string, k relayproto.Key, bufS
 		return nil, err // not a typed nil in the interface
 	}
 	return ws, nil
+}
+
+// onlyPathsEnv, when set, is a comma-separated list of path name prefixes
+// to measure (direct TCP is always measured): for trying one lever at a
+// time without the whole run. `make bench` leaves it unset.
+const onlyPathsEnv = "WIREKUBE_BENCH_ONLY"
+
+func onlyPaths(paths []path, only string) []path {
+	if only == "" {
+		return paths
+	}
+	var out []path
+	for _, p := range paths {
+		keep := p.name == pDirect
+		for _, prefix := range strings.Split(only, ",") {
+			keep = keep || (prefix != "" && strings.HasPrefix(p.name, prefix))
+		}
+		if keep {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +61,9 @@ func TestWorkloadSmall(t *testing.T) {
 // as benchmark metrics too.
 func BenchmarkBridge(b *testing.B) {
 	cfg := DefaultConfig()
+	if n, err := strconv.Atoi(os.Getenv("WIREKUBE_BENCH_ROUNDS")); err == nil && n > 0 {
+		cfg.Rounds = n // for trying one lever quickly; `make bench` leaves it unset
+	}
 	cfg.IdleSessions = raiseFileLimit(b, cfg.IdleSessions)
 	relay, addr := startRelay(b)
 	var once sync.Once

@@ -37,7 +37,8 @@ const (
 	childListenEnv = "WIREKUBE_BENCH_LISTEN"
 	// childCertEnv is "certfile:keyfile" for naive-tls.
 	childCertEnv = "WIREKUBE_BENCH_CERT"
-	// childProfileEnv names a file for a CPU profile of the child.
+	// childProfileEnv names files for CPU profiles of the children
+	// (<value>.<role>.<pid>).
 	childProfileEnv = "WIREKUBE_BENCH_BRIDGE_CPUPROFILE"
 )
 
@@ -64,7 +65,7 @@ func RunChildIfAsked() (bool, error) {
 		cancel()
 	}()
 	if path := os.Getenv(childProfileEnv); path != "" {
-		f, err := os.Create(path)
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", path, os.Getenv(childRoleEnv), os.Getpid()))
 		if err != nil {
 			return true, err
 		}

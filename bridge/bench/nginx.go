@@ -76,6 +76,10 @@ func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key string) (
 	if err != nil {
 		return nil, err
 	}
+	site, err = tuneNginx(site)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
 		return nil, err
 	}
@@ -168,4 +172,32 @@ func benchCert(dir string) (cert, key string, client *tls.Config, err error) {
 		return "", "", nil, err
 	}
 	return cert, key, &tls.Config{RootCAs: ca.Pool(), ServerName: "relay.example.com", MinVersion: tls.VersionTLS12}, nil
+}
+
+// nginxTuneEnv, when set, holds extra directives for trying an nginx
+// setting without editing the shipped file: "server:<directives>",
+// "relay:<directives>" and "auth:<directives>" parts separated by "|", each
+// added at the top of the server block, the relay location or the auth
+// location. `make bench` leaves it unset and measures the shipped file.
+const nginxTuneEnv = "WIREKUBE_BENCH_NGINX_TUNE"
+
+func tuneNginx(site string) (string, error) {
+	tune := os.Getenv(nginxTuneEnv)
+	if tune == "" {
+		return site, nil
+	}
+	anchors := map[string]string{
+		"server": "server {\n",
+		"relay":  "location = /relay {\n",
+		"auth":   "location = /_wirekube_auth {\n",
+	}
+	for _, part := range strings.Split(tune, "|") {
+		where, directives, ok := strings.Cut(part, ":")
+		anchor := anchors[where]
+		if !ok || anchor == "" || strings.Count(site, anchor) != 1 {
+			return "", fmt.Errorf("%s: bad part %q", nginxTuneEnv, part)
+		}
+		site = strings.Replace(site, anchor, anchor+"    "+directives+"\n", 1)
+	}
+	return site, nil
 }

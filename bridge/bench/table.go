@@ -117,7 +117,7 @@ func (r *Result) rssRow() row {
 
 func (r *Result) cpuText(name string, payload int) string {
 	f := r.Paths[name]
-	if len(f.Procs) == 0 {
+	if len(f.Procs) == 0 || len(f.CPU[payload]) != len(f.Procs) {
 		return "-"
 	}
 	s := fmt.Sprintf("%.2f", f.totalCPU(payload))
@@ -133,6 +133,9 @@ func (r *Result) cpuText(name string, payload int) string {
 
 func (r *Result) rssText(name string) string {
 	f := r.Paths[name]
+	if len(f.RSS) != len(f.Procs) {
+		return "-"
+	}
 	s := fmt.Sprintf("%.1f KiB", f.totalRSS()/1024)
 	if len(f.Procs) > 1 {
 		parts := make([]string, len(f.Procs))
