@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wirekube/relay-ws/internal/netpol"
+	"github.com/wirekube/relay-ws/tools/probe"
 )
 
 var chartDir = filepath.Join("..", ChartPath)
@@ -255,25 +257,19 @@ func dedentBlock(s string) string {
 }
 
 // checkProbeCommands: every wirekube-relay-probe command in the notes names
-// only flags the probe defines (read from its flag definitions).
+// only flags the probe defines.
 func checkProbeCommands(t *testing.T, notes string) {
 	t.Helper()
-	src, err := os.ReadFile("../tools/probe/cli.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defined := map[string]bool{}
-	for _, m := range regexp.MustCompile(`fs\.\w+\(&o\.\w+, "([a-z-]+)"`).FindAllStringSubmatch(string(src), -1) {
-		defined[m[1]] = true
-	}
-	mustf(t, defined["url"], "could not read the probe's flags")
+	o := probe.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
+	o.AddFlags(fs)
 	// A command continues on the next line after a trailing backslash.
 	cmds := regexp.MustCompile(`wirekube-relay-probe (?:[^\n\\]|\\\n)*`).FindAllString(notes, -1)
 	mustf(t, len(cmds) >= 2, "want the node and the token probe commands, got %q", cmds)
 	for _, c := range cmds {
 		mustf(t, strings.Contains(c, "--url wss://relay.test.example/relay"), "probe command without the relay URL: %q", c)
 		for _, f := range regexp.MustCompile(`\s--([a-z-]+)`).FindAllStringSubmatch(c, -1) {
-			mustf(t, defined[f[1]], "probe command uses --%s, which the probe does not define", f[1])
+			mustf(t, fs.Lookup(f[1]) != nil, "probe command uses --%s, which the probe does not define", f[1])
 		}
 	}
 }
