@@ -27,8 +27,12 @@ type Deps struct {
 	Registry prometheus.Registerer
 	// Logger gets one line per decision.
 	Logger *slog.Logger
-	// Now is the clock used for cache TTLs.
+	// Now is the clock used for cache TTLs and token claims.
 	Now func() time.Time
+	// Keys fetches the ServiceAccount issuer discovery documents from the
+	// API server (RESTFetch). Required: every token's signature is checked
+	// against them before a TokenReview is spent on it.
+	Keys FetchFunc
 }
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
@@ -38,6 +42,10 @@ type Authorizer struct {
 	objects  Objects
 	metrics  *metrics
 	log      *slog.Logger
+	keys     *keySet
+	verifier *verifier
+	outage   *outage
+	now      func() time.Time
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -45,8 +53,8 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if cfg == nil {
 		return nil, errors.New("extauthz: nil Config (use Options.Complete)")
 	}
-	if d.Reviews == nil || d.Objects == nil || d.Registry == nil || d.Logger == nil {
-		return nil, errors.New("extauthz: Reviews, Objects, Registry and Logger are required")
+	if d.Reviews == nil || d.Objects == nil || d.Registry == nil || d.Logger == nil || d.Keys == nil {
+		return nil, errors.New("extauthz: Reviews, Objects, Registry, Logger and Keys are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -56,12 +64,23 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
-	rv, err = newReviewer(d.Reviews, cfg, d.Now, m)
+	o := &outage{gauge: m.reviewOutage.Set}
+	rv, err = newReviewer(d.Reviews, cfg, d.Now, m, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger}, nil
+	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
+		now: d.Now, metrics: m, log: d.Logger}
+	return &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
+		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, now: d.Now}, nil
 }
+
+// RunKeys loads the token verification keys and keeps them fresh until ctx
+// is done. Checks answer review_unavailable until a first load succeeded.
+func (a *Authorizer) RunKeys(ctx context.Context) error { return a.keys.Run(ctx) }
+
+// KeysLoaded reports whether the verification keys were loaded: readiness.
+func (a *Authorizer) KeysLoaded() bool { return a.keys.Loaded() }
 
 // observe records the metrics and the one log line of a decision. The line
 // carries no token and no URL query: only the path when it held no token.
@@ -82,6 +101,8 @@ func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elaps
 		slog.String("method", req.Method),
 		slog.String("path", logPath(req.Target)),
 		slog.Bool("cache_hit", d.CacheHit),
+		slog.Bool("offline", d.Offline),
+		slog.String("detail", d.Detail),
 		slog.Duration("latency", elapsed),
 	)
 }

@@ -222,7 +222,10 @@ func BenchmarkGRPCLoopback(b *testing.B) {
 // same 5,000 again (all cache hits). Fixed workload; b.N is not used.
 func BenchmarkReconnectStorm(b *testing.B) {
 	const tokens, apiDelay = 5000, 20 * time.Millisecond
-	e := benchEnv(b, func(o *Options) { o.CheckTimeout = time.Minute })
+	e := benchEnv(b, func(o *Options) {
+		// Measures the in-flight bound alone: no rate limit, no wait bound.
+		o.CheckTimeout, o.MaxReviewWait, o.KubeAPIQPS, o.KubeAPIBurst = time.Minute, time.Minute, 1e6, 1e6
+	})
 	bound := DefaultOptions().MaxInflightReviews
 	var cur, maxSeen atomic.Int64
 	slow := func(string) (authnv1.TokenReviewStatus, error) {

@@ -104,6 +104,22 @@ func (e *env) tokens() map[string]string {
 	}
 }
 
+// forgedTokens are tokens local verification refuses; the fake API would
+// accept each (a test fails if one reaches it and is allowed).
+func (e *env) forgedTokens() map[string]string {
+	podA := static(saStatus("wirekube-system", "wirekube-agent", agentSAUID,
+		map[string]string{"pod-name": "agent-a", "pod-uid": podAUID, "node-name": "node-a", "node-uid": nodeAUID}))
+	exp := e.clock.Now().Add(time.Hour)
+	aud := []string{contract.DefaultAudience}
+	out := map[string]string{}
+	for name, tok := range verifyTokens(e.clock.Now()) {
+		out[name] = e.answerToken(tok, podA)
+	}
+	out["exp-claim-only"] = e.answerToken(forgeExpOnly(exp), podA)
+	out["expired"] = e.answerToken(tokenSpec{aud: aud, exp: e.clock.Now().Add(-time.Second)}.sign(), podA)
+	return out
+}
+
 type checkCase struct {
 	name   string
 	req    func(tok map[string]string) *authv3.CheckRequest
@@ -171,8 +187,20 @@ func checkCases() []checkCase {
 		{name: "rejected, aud claim names another audience", req: relay("aud-other"), reason: contract.ReasonAudienceMismatch},
 		{name: "rejected, aud claim list without ours", req: relay("aud-other-list"), reason: contract.ReasonAudienceMismatch},
 		{name: "rejected, aud claim list with ours", req: relay("aud-ours-rejected"), reason: contract.ReasonTokenInvalid},
-		{name: "authenticated, unverified aud claim ignored", req: relay("aud-other-allowed"), peer: "node-a"},
+		{name: "aud claim of another audience denied before TokenReview", req: relay("aud-other-allowed"), reason: contract.ReasonAudienceMismatch},
 		{name: "api error", req: relay("api-error"), reason: contract.ReasonReviewUnavailable},
+		{name: "forged: random signature, only an exp claim", req: relay("exp-claim-only"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: signed by another key, known kid", req: relay("other-key"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: signed by another key, unknown kid", req: relay("unknown-kid"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: no kid, no key verifies", req: relay("no-kid-other-key"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: alg none", req: relay("alg-none"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: HS256 keyed with the public key", req: relay("alg-hs256"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "forged: claims changed after signing", req: relay("tampered"), reason: contract.ReasonTokenSignatureInvalid},
+		{name: "valid signature, another issuer", req: relay("other-issuer"), reason: contract.ReasonTokenInvalid},
+		{name: "valid signature, expired", req: relay("expired"), reason: contract.ReasonTokenInvalid},
+		{name: "valid signature, not yet valid", req: relay("not-yet"), reason: contract.ReasonTokenInvalid},
+		{name: "valid signature, no aud claim", req: relay("no-aud"), reason: contract.ReasonAudienceMismatch},
+		{name: "valid signature without kid", req: relay("no-kid"), peer: "node-a"},
 		{name: "unbound agent token", req: relay("agent-unbound"), reason: contract.ReasonTokenNotBound},
 		{name: "bound pod missing", req: relay("pod-missing"), reason: contract.ReasonPodNotFound},
 		{name: "bound pod uid differs", req: relay("pod-uid"), reason: contract.ReasonPodUIDMismatch},
@@ -201,6 +229,9 @@ func checkCases() []checkCase {
 func TestCheck(t *testing.T) {
 	e := newEnv(t, nil)
 	tok := e.tokens()
+	for k, v := range e.forgedTokens() {
+		tok[k] = v
+	}
 	for _, tc := range checkCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := e.srv.Check(context.Background(), tc.req(tok))

@@ -29,6 +29,16 @@ type Config struct {
 	maxInflight       int
 	checkTimeout      time.Duration
 	watchedNamespaces []string
+	// Local verification, degraded mode and review gate (verify.go,
+	// offline.go, fairness.go).
+	issuers        []string
+	jwksInterval   time.Duration
+	jwksMinRefresh time.Duration
+	onUnavailable  string
+	offlineWindow  time.Duration
+	maxReviewWait  time.Duration
+	reviewQPS      float64
+	reviewBurst    int
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -54,6 +64,14 @@ func (o *Options) Complete() (*Config, error) {
 		negativeCacheTTL: o.NegativeCacheTTL,
 		maxInflight:      o.MaxInflightReviews,
 		checkTimeout:     o.CheckTimeout,
+		issuers:          append([]string(nil), o.ServiceAccountIssuers...),
+		jwksInterval:     o.JWKSRefreshInterval,
+		jwksMinRefresh:   o.JWKSMinRefreshInterval,
+		onUnavailable:    o.OnReviewUnavailable,
+		offlineWindow:    o.OfflineWindow,
+		maxReviewWait:    o.MaxReviewWait,
+		reviewQPS:        o.KubeAPIQPS,
+		reviewBurst:      o.KubeAPIBurst,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
@@ -105,5 +123,8 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	check(o.LogFormat != "json" && o.LogFormat != "text", "--log-format: want json or text, got %q", o.LogFormat)
+	if err := o.checkVerify(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }

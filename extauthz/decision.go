@@ -56,6 +56,12 @@ type Decision struct {
 	KeyFingerprint string
 	// CacheHit reports whether the TokenReview answer came from the cache.
 	CacheHit bool
+	// Offline reports a decision made without TokenReview
+	// (--on-review-unavailable=verify-offline).
+	Offline bool
+	// Detail names the local verification check that failed, for the log
+	// line only: the answer carries nothing beyond the reason code.
+	Detail string
 }
 
 // Allowed reports whether the request may proceed.
@@ -81,6 +87,7 @@ func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	defer cancel()
 	d := a.decide(ctx, &req)
 	a.observe(ctx, req, d, time.Since(start))
+	a.observeOffline(d)
 	return d
 }
 
@@ -111,7 +118,15 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	if reason := a.checkOrigin(req.Origin); reason != "" {
 		return deny(reason)
 	}
+	claims, reason, detail := a.verifier.verify(ctx, token)
+	if reason != "" {
+		return Decision{Reason: reason, Detail: detail}
+	}
 	rv, hit, reason := a.reviewer.Review(ctx, token, exp)
+	offline := false
+	if reason == contract.ReasonReviewUnavailable {
+		rv, offline, reason = a.reviewOffline(claims, reason)
+	}
 	if reason == "" {
 		reason = checkReview(&rv, token, a.cfg.audience)
 	}
@@ -124,7 +139,7 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	} else {
 		d = a.bindPeer(&rv, exp)
 	}
-	d.CacheHit = hit
+	d.CacheHit, d.Offline = hit, offline
 	d.Identity = rv.username
 	return d
 }
@@ -217,7 +232,7 @@ func Reasons() []contract.Reason {
 		contract.ReasonTokenMissing, contract.ReasonTokenMalformed, contract.ReasonAuthorizationRepeated,
 		contract.ReasonTokenInURL, contract.ReasonNotWebSocket, contract.ReasonRequestBody,
 		contract.ReasonPathNotAllowed, contract.ReasonOriginNotAllowed,
-		contract.ReasonTokenInvalid, contract.ReasonAudienceMismatch,
+		contract.ReasonTokenInvalid, contract.ReasonAudienceMismatch, contract.ReasonTokenSignatureInvalid,
 		contract.ReasonReviewUnavailable, contract.ReasonReviewThrottled,
 		contract.ReasonTokenNotBound, contract.ReasonPodNotFound, contract.ReasonPodUIDMismatch,
 		contract.ReasonPodServiceAccountMismatch, contract.ReasonPodNotScheduled, contract.ReasonNodeMismatch,

@@ -3,8 +3,8 @@ package extauthz
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +29,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
@@ -75,27 +76,21 @@ func holdsToken(text, tok string) bool {
 	return strings.Contains(text, tok) || strings.Contains(text, sig)
 }
 
-// newToken mints a JWT-shaped token (unsigned: the fake API decides) that
-// expires at exp; the zero exp leaves the claim out.
+// newToken mints a token signed by the fake cluster's key (the fake API
+// decides whether TokenReview accepts it) that expires at exp; the zero exp
+// leaves the claim out.
 func newToken(exp time.Time) string { return newTokenAud(exp, "") }
 
 // newTokenAud is newToken with aud, a raw JSON value, as the aud claim
-// (empty: no aud claim).
+// (empty: ["wirekube-relay"]).
 func newTokenAud(exp time.Time, aud string) string {
-	hdr := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"RS256","kid":"test"}`))
-	claims := `"iss":"test"`
-	if !exp.IsZero() {
-		claims += fmt.Sprintf(`,"exp":%d`, exp.Unix())
-	}
+	var a any = []string{contract.DefaultAudience}
 	if aud != "" {
-		claims += `,"aud":` + aud
+		if err := json.Unmarshal([]byte(aud), &a); err != nil {
+			panic(err)
+		}
 	}
-	claims = "{" + claims + "}"
-	sig := make([]byte, 48)
-	_, _ = rand.Read(sig)
-	tok := hdr + "." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + "." + base64.RawURLEncoding.EncodeToString(sig)
-	suiteTokens.Store(tok, true)
-	return tok
+	return tokenSpec{aud: a, exp: exp}.sign()
 }
 
 // reviewFunc answers a TokenReview in the fake API.
@@ -110,6 +105,7 @@ type env struct {
 	authz   *Authorizer
 	srv     *CheckServer
 	clock   *testutil.Clock
+	disc    *fakeDiscovery
 	reg     *prometheus.Registry
 	reviews atomic.Int64
 	mu      sync.Mutex
@@ -206,6 +202,7 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 		t:       t,
 		client:  fake.NewSimpleClientset(fixtureObjects()...),
 		clock:   testutil.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
+		disc:    newFakeDiscovery("test"),
 		reg:     prometheus.NewRegistry(),
 		answers: map[string]reviewFunc{},
 	}
@@ -231,8 +228,9 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 		reviews = directReviews{e}
 	}
 	e.authz, err = NewAuthorizer(cfg, Deps{Reviews: reviews, Objects: in,
-		Registry: e.reg, Logger: logger, Now: e.clock.Now})
+		Registry: e.reg, Logger: logger, Now: e.clock.Now, Keys: e.disc.fetch})
 	must(t, err)
+	must(t, e.authz.keys.refresh(ctx, "periodic"))
 	e.srv = &CheckServer{Authorizer: e.authz}
 	return e
 }

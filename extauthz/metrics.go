@@ -19,6 +19,11 @@ type metrics struct {
 	cacheMisses    prometheus.Counter
 	cacheNegHits   prometheus.Counter
 	inflight       prometheus.Gauge
+	// Local verification and degraded mode (jwks.go, offline.go).
+	jwksRefreshes *prometheus.CounterVec
+	jwksKeys      prometheus.Gauge
+	offlineChecks *prometheus.CounterVec
+	reviewOutage  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error) {
@@ -54,11 +59,13 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 			Name: metricPrefix + "inflight_reviews", Help: "TokenReview calls in flight.",
 		}),
 	}
+	m.addVerifyMetrics()
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: metricPrefix + "cache_entries", Help: "Entries in the TokenReview cache.",
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
-		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries} {
+		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
+		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -86,4 +93,21 @@ func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duratio
 	}
 	m.checks.WithLabelValues(frontend, result, reason).Inc()
 	m.checkDuration.WithLabelValues(frontend, result).Observe(elapsed.Seconds())
+}
+
+func (m *metrics) addVerifyMetrics() {
+	m.jwksRefreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "jwks_refreshes_total",
+		Help: "Fetches of the ServiceAccount signing keys by trigger (periodic|unknown_kid) and result (ok|error).",
+	}, []string{"trigger", "result"})
+	m.jwksKeys = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: metricPrefix + "jwks_keys", Help: "ServiceAccount token verification keys loaded.",
+	})
+	m.offlineChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricPrefix + "offline_checks_total",
+		Help: "Checks decided without TokenReview (--on-review-unavailable=verify-offline) by result (allow|deny).",
+	}, []string{"result"})
+	m.reviewOutage = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: metricPrefix + "review_outage", Help: "1 while TokenReview calls fail (unreachable, timeout, 429, 5xx).",
+	})
 }

@@ -70,6 +70,33 @@ type Options struct {
 	KubeAPIBurst int
 	// LogFormat is json or text. Default json.
 	LogFormat string
+
+	// Local token verification and degraded mode (issue 11).
+
+	// ServiceAccountIssuers are the accepted iss values of a token. Default
+	// none: the issuer of the API server's
+	// /.well-known/openid-configuration. Set every issuer kube-apiserver
+	// accepts while migrating issuers.
+	ServiceAccountIssuers []string
+	// JWKSRefreshInterval is how often the signing keys are fetched again.
+	// Default 5m.
+	JWKSRefreshInterval time.Duration
+	// JWKSMinRefreshInterval is the least time between two fetches caused
+	// by a token with an unknown kid (key rotation). Default 10s; lower lets
+	// a storm of made-up kids fetch more often.
+	JWKSMinRefreshInterval time.Duration
+	// OnReviewUnavailable is deny (default: fail closed) or verify-offline
+	// (admit a locally verified, locally bound token while TokenReview
+	// cannot be reached, for at most OfflineWindow: revocation only
+	// TokenReview sees is missed meanwhile).
+	OnReviewUnavailable string
+	// OfflineWindow bounds verify-offline: from the first failed
+	// TokenReview after the last answer. Default 5m.
+	OfflineWindow time.Duration
+	// MaxReviewWait is the longest a check waits for a TokenReview rate
+	// token plus an in-flight slot; a check that would wait longer is
+	// answered review_throttled at once. Default 500ms.
+	MaxReviewWait time.Duration
 }
 
 // DefaultOptions returns the documented defaults.
@@ -91,6 +118,11 @@ func DefaultOptions() Options {
 		KubeAPIQPS:               50,
 		KubeAPIBurst:             100,
 		LogFormat:                "json",
+		JWKSRefreshInterval:      5 * time.Minute,
+		JWKSMinRefreshInterval:   10 * time.Second,
+		OnReviewUnavailable:      UnavailableDeny,
+		OfflineWindow:            5 * time.Minute,
+		MaxReviewWait:            500 * time.Millisecond,
 	}
 }
 
@@ -116,6 +148,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
+	o.addVerifyFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,14 +72,15 @@ type reviewer struct {
 	// (review_unavailable) from a wait for a slot (review_throttled).
 	calling sync.Map
 	macs    sync.Pool // of hash.Hash keyed with hmacKey
-	sem     *semaphore.Weighted
+	gate    *reviewGate
+	outage  *outage
 	ttl     time.Duration
 	negTTL  time.Duration
 	now     func() time.Time
 	metrics *metrics
 }
 
-func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func() time.Time, m *metrics) (*reviewer, error) {
+func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func() time.Time, m *metrics, o *outage) (*reviewer, error) {
 	c, err := lru.New[cacheKey, cacheEntry](cfg.cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenreview cache: %w", err)
@@ -91,7 +91,7 @@ func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func(
 	}
 	return &reviewer{
 		client: client, audience: cfg.audience, hmacKey: key, cache: c,
-		sem: semaphore.NewWeighted(int64(cfg.maxInflight)),
+		gate: newReviewGate(cfg.reviewQPS, cfg.reviewBurst, cfg.maxInflight, cfg.maxReviewWait), outage: o,
 		ttl: cfg.cacheTTL, negTTL: cfg.negativeCacheTTL, now: now, metrics: m,
 	}, nil
 }
@@ -146,19 +146,22 @@ func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (rev
 		return res.Val.(review), false, ""
 	case <-ctx.Done():
 		if _, inCall := r.calling.Load(k); inCall {
+			r.outage.failed(r.now()) // the API is too slow to answer in time
 			return review{}, false, contract.ReasonReviewUnavailable
 		}
 		return review{}, false, contract.ReasonReviewThrottled
 	}
 }
 
-// fetch waits for an in-flight slot, asks the API and caches the answer.
-// Errors are never cached.
+// fetch passes the review gate (a rate token, then an in-flight slot held
+// only for the call), asks the API and caches the answer. Errors are never
+// cached.
 func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time) (review, error) {
-	if err := r.sem.Acquire(ctx, 1); err != nil {
-		return review{}, errThrottled
+	release, err := r.gate.enter(ctx)
+	if err != nil {
+		return review{}, err
 	}
-	defer r.sem.Release(1)
+	defer release()
 	r.calling.Store(k, struct{}{})
 	defer r.calling.Delete(k)
 	r.metrics.inflight.Inc()
@@ -168,6 +171,7 @@ func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time
 	}, metav1.CreateOptions{})
 	r.metrics.inflight.Dec()
 	elapsed := time.Since(start)
+	r.outage.record(err, r.now())
 	if err != nil {
 		r.metrics.observeReview("error", elapsed)
 		// The client error may quote the request; it is not returned so it

@@ -37,15 +37,23 @@ type Clients struct {
 	// (kubernetes.Interface.CoreV1() fits).
 	Core CoreClient
 	// Reviews creates TokenReviews (kubernetes.Interface.AuthenticationV1()).
+	// Give it no client-side rate limiter (the binary does not): the review
+	// gate applies --kube-api-qps itself, before a review slot is taken.
 	Reviews authnv1client.TokenReviewsGetter
 	// Peers lists and watches WireKubePeers (dynamic.Interface.Resource(PeerGVR)).
 	Peers dynamic.ResourceInterface
+	// Keys fetches the ServiceAccount issuer discovery documents
+	// (RESTFetch of the API server's REST client).
+	Keys FetchFunc
 }
 
 // NewClients derives the narrow Clients from a clientset and a dynamic
 // client.
 func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR)}
+	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
+		c.Keys = RESTFetch(rc)
+	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
 		c.Core = coreNoWatchList{c.Core}
 	}
@@ -59,14 +67,14 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 // waits for every goroutine it started. gRPC health and /readyz report
 // serving only once the informer caches have synced.
 func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, log *slog.Logger) error {
-	if cfg == nil || c.Core == nil || c.Reviews == nil || c.Peers == nil {
+	if cfg == nil || c.Core == nil || c.Reviews == nil || c.Peers == nil || c.Keys == nil {
 		return errors.New("extauthz: Run needs a completed Config and every client")
 	}
 	in, err := NewInformers(cfg, c.Core, c.Peers)
 	if err != nil {
 		return err
 	}
-	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log})
+	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys})
 	if err != nil {
 		return err
 	}
@@ -84,20 +92,25 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	g, gctx := errgroup.WithContext(ctx)
 	in.Start(gctx)
 	defer in.Shutdown()
+	g.Go(func() error { return authz.RunKeys(gctx) })
+	ready := func() bool { return in.HasSynced() && authz.KeysLoaded() }
 	g.Go(func() error {
 		if err := in.WaitForSync(gctx); err != nil {
 			return nil // ctx done before sync: shutting down
 		}
+		if !waitUntil(gctx, authz.KeysLoaded) {
+			return nil
+		}
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_SERVING)
-		log.Info("informer caches synced: serving")
+		log.Info("informer caches synced, signing keys loaded: serving")
 		return nil
 	})
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
 	if lns.http != nil {
 		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
 	}
-	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, in.HasSynced)), lns.metrics) })
+	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, ready)), lns.metrics) })
 	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String())
 	return g.Wait()
 }
@@ -193,7 +206,8 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// opsMux serves /healthz (liveness), /readyz (caches synced) and /metrics.
+// opsMux serves /healthz (liveness), /readyz (caches synced and signing
+// keys loaded) and /metrics.
 func opsMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -201,11 +215,25 @@ func opsMux(reg *prometheus.Registry, ready func() bool) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready() {
-			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
+			http.Error(w, "informer caches not synced or signing keys not loaded", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return mux
+}
+
+// waitUntil polls cond every 100 ms until it holds (true) or ctx is done.
+func waitUntil(ctx context.Context, cond func() bool) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }

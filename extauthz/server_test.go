@@ -78,7 +78,9 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, cfg, NewClients(kube, dyn), prometheus.NewRegistry(),
+		c := NewClients(kube, dyn)
+		c.Keys = newFakeDiscovery("test").fetch
+		done <- Run(ctx, cfg, c, prometheus.NewRegistry(),
 			slog.New(slog.NewJSONHandler(io.MultiWriter(suiteLog, &logBuf), nil)))
 	}()
 	defer func() {

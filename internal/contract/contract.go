@@ -86,6 +86,16 @@ const (
 	ReasonDraining          Reason = "draining"
 )
 
+// Deny reasons of local token verification (issue 11): decided by extauthz
+// from the cluster's published signing keys, before and without any
+// TokenReview.
+const (
+	// 401: the token's signature does not verify against any of the
+	// cluster's ServiceAccount signing keys (unknown key id, bad signature,
+	// not a JWS of an allowed algorithm). The answer says nothing more.
+	ReasonTokenSignatureInvalid Reason = "token_signature_invalid"
+)
+
 // Close reasons sent in the WebSocket close frame after the upgrade.
 const (
 	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
@@ -114,6 +124,8 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusUnauthorized
 	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining:
 		return http.StatusServiceUnavailable
+	case ReasonTokenSignatureInvalid:
+		return http.StatusUnauthorized
 	default:
 		return http.StatusForbidden
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/wirekube/relay-ws/extauthz"
 	"github.com/wirekube/relay-ws/internal/cli"
@@ -70,9 +71,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	// TokenReviews get no client-side rate limiter: the review gate applies
+	// --kube-api-qps itself, so no review slot is held while waiting.
+	rcfg := rest.CopyConfig(cfg)
+	rcfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	reviews, err := kubernetes.NewForConfig(rcfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return extauthz.Run(ctx, xcfg, extauthz.NewClients(kube, dyn), reg, log)
+	clients := extauthz.NewClients(kube, dyn)
+	clients.Reviews = reviews.AuthenticationV1()
+	return extauthz.Run(ctx, xcfg, clients, reg, log)
 }
 
 // restConfig loads path when set; otherwise the in-cluster config, then the
