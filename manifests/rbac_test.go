@@ -185,11 +185,18 @@ func checkRBAC(t *testing.T, r *rendered, d *appsv1.Deployment) {
 
 // grants flattens rules to one (group, resource, verbs) per resource and
 // fails on wildcards, resourceNames-free Secrets and non-resource URLs.
+//
+// No non-resource URL is needed: the issuer discovery documents extauthz
+// verifies tokens with (/.well-known/openid-configuration, /openid/v1/jwks)
+// are granted to every ServiceAccount by kube-apiserver's default
+// ClusterRoleBinding system:service-account-issuer-discovery (group
+// system:serviceaccounts); the e2e suite fetches both as the extauthz
+// ServiceAccount of these manifests from a real kube-apiserver.
 func grants(t *testing.T, rules []rbacv1.PolicyRule) []grant {
 	t.Helper()
 	var out []grant
 	for _, rule := range rules {
-		mustf(t, len(rule.NonResourceURLs) == 0, "non-resource URLs granted: %v", rule.NonResourceURLs)
+		mustf(t, len(rule.NonResourceURLs) == 0, "non-resource URLs granted: %v (the discovery URLs need no rule: see above)", rule.NonResourceURLs)
 		all := slices.Concat(rule.APIGroups, rule.Resources, rule.Verbs)
 		mustf(t, !slices.Contains(all, "*"), "wildcard in rule %v", rule)
 		v := slices.Clone(rule.Verbs)

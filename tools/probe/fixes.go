@@ -24,6 +24,8 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonTokenMalformed:   "the token is not a well-formed JWT (or the header is not 'Bearer <token>'): check the token file holds exactly one ServiceAccount token",
 	contract.ReasonTokenInvalid:     "the token was rejected by TokenReview (expired, revoked, or from another cluster): issue a fresh one (wirekube-relay-token issue --peer NAME) or check the projected token mount",
 	contract.ReasonAudienceMismatch: "the token's audience is not wirekube-relay: issue it with --audience=wirekube-relay",
+	// 401, local verification (issue 11).
+	contract.ReasonTokenSignatureInvalid: "the token's signature does not verify against this cluster's ServiceAccount signing keys: use a token issued by this cluster (a token of another cluster, or one made up, never passes); after a signing-key rotation issue a fresh one",
 
 	// 403: a valid token, but not for this.
 	contract.ReasonPathNotAllowed:            "the token is not allowed on this path: connect to /relay",
