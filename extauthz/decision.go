@@ -124,7 +124,9 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	}
 	rv, hit, reason := a.reviewer.Review(ctx, token, exp)
 	offline := false
-	if reason == contract.ReasonReviewUnavailable {
+	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {
+		// Throttled during an outage too: the calls that pass the gate
+		// probe the API; the others need not wait for it to fail.
 		rv, offline, reason = a.reviewOffline(claims, reason)
 	}
 	if reason == "" {

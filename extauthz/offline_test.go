@@ -77,3 +77,28 @@ func TestOnReviewUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestOfflineWhenThrottledDuringOutage: during an outage a check the review
+// gate throttles is decided offline too, instead of waiting for its turn to
+// fail; without an outage it stays review_throttled.
+func TestOfflineWhenThrottledDuringOutage(t *testing.T) {
+	for _, apiDown := range []bool{false, true} {
+		e := newEnv(t, func(o *Options) {
+			o.OnReviewUnavailable, o.KubeAPIQPS, o.KubeAPIBurst = UnavailableVerifyOffline, 0.001, 1
+		})
+		api := reviewFunc(down)
+		if !apiDown {
+			api = static(podBound())
+		}
+		e.check(t, e.answerToken(agentSpec(e).sign(), api)) // takes the only rate token
+		d := e.check(t, e.answerToken(agentSpec(e).sign(), api))
+		want := contract.ReasonReviewThrottled
+		if apiDown {
+			want = ""
+		}
+		wantReason(t, d, want)
+		if d.Offline != apiDown {
+			t.Errorf("api down %v: Offline = %v", apiDown, d.Offline)
+		}
+	}
+}
