@@ -20,17 +20,6 @@ import (
 	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
-func getStatus(t *testing.T, url string) int {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 // TestDrain: /readyz fails at once, new upgrades get 503 draining, open
 // sessions get 1001 spread over the first half of the drain timeout, Run
 // returns when they are gone. In a synctest bubble the spacing is exact.
