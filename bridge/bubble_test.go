@@ -72,7 +72,8 @@ func (memAddr) String() string  { return "mem" }
 // inside synctest.Test.
 type bubble struct {
 	srv   *Server
-	ln    *memListener
+	ln    *memListener // the main listener (the relay path)
+	admin *memListener // the metrics listener: /healthz, /readyz, /metrics
 	relay *pipeRelay
 	logs  *testutil.SyncBuffer
 	http  *http.Client
@@ -81,7 +82,7 @@ type bubble struct {
 
 func startBubble(t *testing.T, mod func(*Options)) *bubble {
 	t.Helper()
-	b := &bubble{ln: newMemListener(), relay: newPipeRelay(), logs: &testutil.SyncBuffer{}}
+	b := &bubble{ln: newMemListener(), admin: newMemListener(), relay: newPipeRelay(), logs: &testutil.SyncBuffer{}}
 	o := testOptions("192.0.2.1:3478") // a literal: no DNS lookup; DialRelay ignores it
 	o.DialRelay = b.relay.dial
 	if mod != nil {
@@ -93,11 +94,11 @@ func startBubble(t *testing.T, mod func(*Options)) *bubble {
 	}
 	srv.closeGrace = 500 * time.Millisecond
 	b.srv = srv
-	tr := &http.Transport{DialContext: b.ln.DialContext}
+	tr := &http.Transport{DialContext: b.admin.DialContext}
 	b.http = &http.Client{Transport: tr}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, b.ln, nil) }()
+	go func() { done <- srv.Run(ctx, b.ln, b.admin) }()
 	var once sync.Once
 	b.stop = func() {
 		once.Do(func() {
@@ -112,7 +113,7 @@ func startBubble(t *testing.T, mod func(*Options)) *bubble {
 	return b
 }
 
-// status is the status of GET path.
+// status is the status of GET path on the metrics listener.
 func (b *bubble) status(t *testing.T, path string) int {
 	t.Helper()
 	resp, err := b.http.Get("http://bridge" + path)
