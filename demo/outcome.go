@@ -6,8 +6,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testagent"
 )
 
 // OutcomeKind says at which point the gateway answered.

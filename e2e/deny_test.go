@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
-	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/testagent"
 )
 
 // testDeniedBeforeUpgrade: scenario 2. Every case is an HTTP answer, never

@@ -17,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
-	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/manifests"
 	"github.com/wirekube/relay-ws/relayproto"
 )

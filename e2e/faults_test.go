@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testagent"
 )
 
 // testFaults: scenario 7. Each fault hits the shared stack, so the checks

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -154,7 +154,9 @@ func wantRaw(t *testing.T, got rawResult, status int, reason contract.Reason) {
 
 type agentOptions = testagent.Options
 
-func dialRaw(o testagent.Options) (*testagent.Conn, error) { return testagent.DialRaw(context.Background(), o) }
+func dialRaw(o testagent.Options) (*testagent.Conn, error) {
+	return testagent.DialRaw(context.Background(), o)
+}
 
 func denyMatches(err error, status int, reason contract.Reason) bool {
 	var de *testagent.DialError

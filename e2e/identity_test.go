@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/stack"
 )
 
 // apiserverCacheWindow is how long kube-apiserver keeps accepting a token

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
