@@ -2,7 +2,7 @@
 # One image with every binary users run: wirekube-extauthz, wirekube-bridge,
 # wirekube-relay-probe, wirekube-relay-token. The reference relay
 # (internal/refrelay) is a test fixture and is never built into it.
-# Build: make image (or docker build -t wirekube/relay-ws:dev .)
+# Build: make image (or docker build --build-arg VERSION=dev -t ghcr.io/wirekube/relay-ws:dev .)
 
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
@@ -23,6 +23,12 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 
 # No shell, no package manager; runs as uid 65532 (nonroot).
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="wirekube-relay-ws" \
+      org.opencontainers.image.source="https://github.com/wirekube/relay-ws" \
+      org.opencontainers.image.ref.name="ghcr.io/wirekube/relay-ws" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/ /usr/local/bin/
 USER 65532:65532
 # No ENTRYPOINT: the image holds four programs; name one as the command,

@@ -11,6 +11,10 @@ FUZZTIME ?= 10s
 BINARIES := ./bridge/cmd/wirekube-bridge ./extauthz/cmd/wirekube-extauthz \
 	./tools/cmd/wirekube-relay-probe ./tools/cmd/wirekube-relay-token
 FIXTURES := ./internal/refrelay/cmd/wirekube-refrelay
+# The version every binary reports (--version, first log line,
+# wirekube_build_info); the image is tagged with it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/wirekube/relay-ws/internal/version.Version=$(VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -22,7 +26,7 @@ help: ## List the targets.
 .PHONY: build
 build: ## Build every binary (and the test fixture relay) into bin/.
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -o $(BIN)/ $(wildcard $(BINARIES)) $(FIXTURES)
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ $(wildcard $(BINARIES)) $(FIXTURES)
 
 .PHONY: test
 test: lint test-unit e2e ## Everything CI runs: lint, unit tests with -race, the e2e suite.
@@ -88,18 +92,20 @@ e2e: build nginx ## The end-to-end suite (real kube-apiserver, nginx, binaries).
 
 .PHONY: demo
 demo: build nginx ## The whole stack on this machine: traffic, attacks, a report (exit 0 only if all behaved).
-	$(GO) build -o $(BIN)/ ./demo/cmd/wirekube-demo
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./demo/cmd/wirekube-demo
 	PATH="$$PATH:/usr/sbin" $(BIN)/wirekube-demo --bin-dir=$(BIN)
 
 .PHONY: up
 up: build nginx ## The same stack as demo, kept running until Ctrl-C.
-	$(GO) build -o $(BIN)/ ./demo/cmd/wirekube-demo
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./demo/cmd/wirekube-demo
 	PATH="$$PATH:/usr/sbin" $(BIN)/wirekube-demo --bin-dir=$(BIN) --up
 
-IMAGE ?= wirekube/relay-ws:dev
+# One image name everywhere (manifests, compose, the Helm chart, the release
+# workflow); see internal/version.Image.
+IMAGE ?= ghcr.io/wirekube/relay-ws:$(VERSION)
 .PHONY: image
 image: ## Build the container image (needs a Docker engine; not run in CI).
-	docker build -t $(IMAGE) .
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 .PHONY: manifests-sync
 manifests-sync: ## Copy envoy/ configs into manifests/base and the chart's files/ (kustomize and helm cannot read outside their roots).

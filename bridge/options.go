@@ -12,6 +12,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // Options are the bridge settings, filled by flags (AddFlags) or by an
@@ -56,6 +57,8 @@ type Options struct {
 	DrainTimeout time.Duration
 	// LogFormat is json or text. Default json.
 	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -78,7 +81,8 @@ func DefaultOptions() Options {
 		WriteTimeout:     10 * time.Second,
 		MaxSessions:      20000,
 		DrainTimeout:     30 * time.Second,
-		LogFormat:        "json",
+		LogFormat:        logging.DefaultFormat,
+		LogLevel:         logging.DefaultLevel,
 	}
 }
 
@@ -96,7 +100,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
-	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -131,8 +136,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
 		}
 	}
-	if o.LogFormat != "json" && o.LogFormat != "text" {
-		errs = append(errs, fmt.Errorf("--log-format: want json or text, got %q", o.LogFormat))
+	if err := logging.CheckFormat(o.LogFormat); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := logging.ParseLevel(o.LogLevel); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -15,7 +15,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"listen": "127.0.0.1:8081", "metrics-listen": ":9102", "relay-addr": DefaultRelayAddr, "path": "/relay",
 		"relay-dial-timeout": "1s",
 		"register-timeout":   "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
-		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json",
+		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json", "log-level": "info",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // Config is the validated, parsed form of Options, built once by
@@ -122,9 +124,15 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	check(o.LogFormat != "json" && o.LogFormat != "text", "--log-format: want json or text, got %q", o.LogFormat)
-	if err := o.checkVerify(); err != nil {
-		errs = append(errs, err)
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.checkVerify()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errs
+}
+
+func levelErr(level string) error {
+	_, err := logging.ParseLevel(level)
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // Options is the user-facing configuration, one field per flag. The zero
@@ -70,6 +71,8 @@ type Options struct {
 	KubeAPIBurst int
 	// LogFormat is json or text. Default json.
 	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
 
 	// Local token verification and degraded mode (issue 11).
 
@@ -117,7 +120,8 @@ func DefaultOptions() Options {
 		CheckTimeout:             2 * time.Second,
 		KubeAPIQPS:               50,
 		KubeAPIBurst:             100,
-		LogFormat:                "json",
+		LogFormat:                logging.DefaultFormat,
+		LogLevel:                 logging.DefaultLevel,
 		JWKSRefreshInterval:      5 * time.Minute,
 		JWKSMinRefreshInterval:   10 * time.Second,
 		OnReviewUnavailable:      UnavailableDeny,
@@ -147,7 +151,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound of one check, including waiting for a TokenReview slot")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
-	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "log format: json or text")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.addVerifyFlags(fs)
 }
 

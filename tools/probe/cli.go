@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 // Command is wirekube-relay-probe: it parses args (without the program
@@ -17,6 +19,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.AddFlags(fs)
+	showVersion := version.AddFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -25,6 +28,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected argument %q (every input is a flag)", fs.Arg(0))
+	}
+	if *showVersion {
+		return version.Print(stdout, "wirekube-relay-probe")
 	}
 	cfg, err := o.Complete()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 const usageText = `usage: wirekube-relay-token COMMAND [flags]
@@ -17,6 +18,7 @@ Commands:
   issue   --peer NAME (--secret NAME | --output FILE|-) [--duration 1h] [--allow-missing-peer]
   list    [--all-namespaces]
   revoke  --peer NAME
+  version (or --version) prints the version
 
 Every command takes --kubeconfig, --context and --namespace (default wirekube-system).
 Run "wirekube-relay-token COMMAND -h" for its flags.
@@ -45,6 +47,8 @@ func command(ctx context.Context, args []string, stdout, stderr io.Writer, newCl
 		return c.list(ctx, args[1:])
 	case "revoke":
 		return c.revoke(ctx, args[1:])
+	case "--version", "-version", "version":
+		return version.Print(stdout, "wirekube-relay-token")
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return nil

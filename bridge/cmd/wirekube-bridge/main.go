@@ -18,12 +18,13 @@ import (
 	"github.com/wirekube/relay-ws/bridge"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/logging"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
@@ -33,25 +34,31 @@ func main() {
 }
 
 // run parses args, builds the bridge and serves until ctx is done (SIGTERM),
-// then drains. Logs go to stderr.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// then drains. Logs go to stderr; --version prints to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := bridge.DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts.AddFlags(fs)
+	showVersion := version.AddFlag(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	if *showVersion {
+		return version.Print(stdout, "wirekube-bridge")
 	}
 	cfg, err := opts.Complete()
 	if err != nil {
 		return err
 	}
-	logger, err := logging.New(stderr, opts.LogFormat, "log-format")
+	logger, err := logging.New(stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
 	}
+	logger.Info("wirekube-bridge starting", version.LogAttrs()...)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		version.NewCollector())
 	srv, err := bridge.New(cfg, logger, reg)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/wirekube/relay-ws/demo"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	o.AddFlags(fs)
 	up := fs.Bool("up", false, "keep the stack running until Ctrl-C instead of running the checks")
+	showVersion := version.AddFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -50,6 +52,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *showVersion {
+		return version.Print(out, "wirekube-demo")
 	}
 	cfg, err := o.Complete()
 	if err != nil {

@@ -46,3 +46,13 @@ func TestRunRefusesBadInvocations(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"--version"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "wirekube-demo dev (go") {
+		t.Fatalf("out %q", out.String())
+	}
+}

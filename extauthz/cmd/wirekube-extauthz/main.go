@@ -24,11 +24,12 @@ import (
 	"github.com/wirekube/relay-ws/extauthz"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/logging"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -39,23 +40,29 @@ func main() {
 	}
 }
 
-// run parses args, builds the clients and serves until ctx is done.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// run parses args, builds the clients and serves until ctx is done. Logs go
+// to stderr; --version prints to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := extauthz.DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-extauthz", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts.AddFlags(fs)
+	showVersion := version.AddFlag(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	if *showVersion {
+		return version.Print(stdout, "wirekube-extauthz")
 	}
 	xcfg, err := opts.Complete()
 	if err != nil {
 		return err
 	}
-	log, err := logging.New(stderr, opts.LogFormat, "log-format")
+	log, err := logging.New(stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
 	}
+	log.Info("wirekube-extauthz starting", version.LogAttrs()...)
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
@@ -80,7 +87,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		version.NewCollector())
 	clients := extauthz.NewClients(kube, dyn)
 	clients.Reviews = reviews.AuthenticationV1()
 	return extauthz.Run(ctx, xcfg, clients, reg, log)

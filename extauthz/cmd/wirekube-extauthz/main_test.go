@@ -29,10 +29,11 @@ func TestInvalidFlags(t *testing.T) {
 		{"kube-api-qps", "0"},
 		{"kube-api-burst", "0"},
 		{"log-format", "xml"},
+		{"log-level", "verbose"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.flag, func(t *testing.T) {
-			err := run(context.Background(), []string{"--" + tc.flag + "=" + tc.value}, io.Discard)
+			err := run(context.Background(), []string{"--" + tc.flag + "=" + tc.value}, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), "--"+tc.flag) {
 				t.Errorf("err = %v, want one naming --%s", err, tc.flag)
 			}
@@ -41,14 +42,14 @@ func TestInvalidFlags(t *testing.T) {
 }
 
 func TestAuthnOnlyNeedsAllowlist(t *testing.T) {
-	err := run(context.Background(), []string{"--authn-only-path=/metrics"}, io.Discard)
+	err := run(context.Background(), []string{"--authn-only-path=/metrics"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--allow-service-account") {
 		t.Errorf("err = %v", err)
 	}
 }
 
 func TestKubeconfigMissing(t *testing.T) {
-	err := run(context.Background(), []string{"--kubeconfig=/nonexistent/kubeconfig"}, io.Discard)
+	err := run(context.Background(), []string{"--kubeconfig=/nonexistent/kubeconfig"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Errorf("err = %v", err)
 	}
@@ -58,10 +59,20 @@ func TestKubeconfigMissing(t *testing.T) {
 // first.
 func TestInvalidFlagsAllReported(t *testing.T) {
 	err := run(context.Background(), []string{"--cache-size=0", "--relay-path=relay", "--agent-service-account=x",
-		"--allowed-origins=evil", "--log-format=xml"}, io.Discard)
+		"--allowed-origins=evil", "--log-format=xml"}, io.Discard, io.Discard)
 	for _, f := range []string{"--cache-size", "--relay-path", "--agent-service-account", "--allowed-origins", "--log-format"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("err = %v, want it to name %s", err, f)
 		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	var stdout strings.Builder
+	if err := run(context.Background(), []string{"--version"}, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout.String(), "wirekube-extauthz dev (go") {
+		t.Fatalf("stdout %q", stdout.String())
 	}
 }

@@ -19,11 +19,12 @@ import (
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/netutil"
 	"github.com/wirekube/relay-ws/internal/refrelay"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -48,6 +49,7 @@ Flags:
 type options struct {
 	listen    string
 	logFormat string
+	logLevel  string
 	relay     refrelay.Options
 }
 
@@ -55,18 +57,20 @@ type options struct {
 type config struct {
 	listen    string
 	logFormat string
+	logLevel  string
 	relay     refrelay.Options
 }
 
 func defaultOptions() options {
-	return options{listen: "127.0.0.1:3478", logFormat: "json", relay: refrelay.Options{
+	return options{listen: "127.0.0.1:3478", logFormat: logging.DefaultFormat, logLevel: logging.DefaultLevel, relay: refrelay.Options{
 		QueueDepth: refrelay.DefaultQueueDepth, WriteStallTimeout: refrelay.DefaultWriteStallTimeout}}
 }
 
 // AddFlags registers one flag per option on fs.
 func (o *options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.listen, "listen", o.listen, "TCP host:port (a UDP socket is opened on the same address) or unix:/path")
-	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: json or text")
+	fs.StringVar(&o.logFormat, "log-format", o.logFormat, logging.FormatUsage)
+	fs.StringVar(&o.logLevel, "log-level", o.logLevel, logging.LevelUsage)
 	fs.IntVar(&o.relay.QueueDepth, "queue-depth", o.relay.QueueDepth, "frames queued per destination before the newest is dropped")
 	fs.DurationVar(&o.relay.WriteStallTimeout, "write-stall-timeout", o.relay.WriteStallTimeout, "disconnect a peer whose write blocks this long")
 	fs.BoolVar(&o.relay.DisableUDP, "no-udp", o.relay.DisableUDP, "do not open the UDP socket next to the TCP listener")
@@ -78,8 +82,11 @@ func (o *options) Validate() error {
 	if o.listen == "" {
 		errs = append(errs, errors.New("--listen: must not be empty"))
 	}
-	if o.logFormat != "json" && o.logFormat != "text" {
-		errs = append(errs, fmt.Errorf("--log-format: want json or text, got %q", o.logFormat))
+	if err := logging.CheckFormat(o.logFormat); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := logging.ParseLevel(o.logLevel); err != nil {
+		errs = append(errs, err)
 	}
 	if o.relay.QueueDepth <= 0 {
 		errs = append(errs, fmt.Errorf("--queue-depth: must be positive, got %d", o.relay.QueueDepth))
@@ -95,18 +102,23 @@ func (o *options) Complete() (*config, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &config{listen: o.listen, logFormat: o.logFormat, relay: o.relay}, nil
+	return &config{listen: o.listen, logFormat: o.logFormat, logLevel: o.logLevel, relay: o.relay}, nil
 }
 
 // run parses args, serves until ctx is done, and returns nil on a clean stop.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// Logs go to stderr; --version prints to stdout.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wirekube-refrelay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	o := defaultOptions()
 	o.AddFlags(fs)
+	showVersion := version.AddFlag(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
+	}
+	if *showVersion {
+		return version.Print(stdout, "wirekube-refrelay")
 	}
 	cfg, err := o.Complete()
 	if err != nil {
@@ -117,10 +129,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 // serve runs the fixture with cfg until ctx is done.
 func serve(ctx context.Context, cfg *config, stderr io.Writer) error {
-	log, err := logging.New(stderr, cfg.logFormat, "log-format")
+	log, err := logging.New(stderr, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
 	}
+	log.Info("wirekube-refrelay starting", version.LogAttrs()...)
 	opts := cfg.relay
 	opts.Logger = log.With("component", "refrelay", "fixture", true)
 	srv, err := refrelay.New(opts)

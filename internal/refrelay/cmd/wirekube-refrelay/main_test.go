@@ -30,6 +30,7 @@ func TestRunFlags(t *testing.T) {
 		{"help names the fixture", []string{"--help"}, flag.ErrHelp, "TEST FIXTURE"},
 		{"help lists the listen default", []string{"-h"}, flag.ErrHelp, `default "127.0.0.1:3478"`},
 		{"bad log format", []string{"--log-format", "xml"}, nil, ""},
+		{"bad log level", []string{"--log-level", "loud"}, nil, ""},
 		{"unknown flag", []string{"--nope"}, nil, "flag provided but not defined"},
 		{"stray argument", []string{"extra"}, nil, ""},
 		{"zero queue depth", []string{"--queue-depth", "0"}, nil, ""},
@@ -38,7 +39,7 @@ func TestRunFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(context.Background(), tt.args, &out)
+			err := run(context.Background(), tt.args, io.Discard, &out)
 			if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
 				t.Fatalf("run = %v, want %v", err, tt.wantErr)
 			}
@@ -57,7 +58,7 @@ func TestRunServesUntilCancel(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, []string{"--listen", "127.0.0.1:0", "--log-format", "json"}, pw)
+		err := run(ctx, []string{"--listen", "127.0.0.1:0", "--log-format", "json"}, io.Discard, pw)
 		pw.Close()
 		done <- err
 	}()
@@ -105,4 +106,14 @@ func listenAddr(t *testing.T, lines *bufio.Scanner) string {
 	}
 	t.Fatalf("no listening line: %v", lines.Err())
 	return ""
+}
+
+func TestVersionFlag(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout.String(), "wirekube-refrelay dev (go") {
+		t.Fatalf("stdout %q", stdout.String())
+	}
 }
