@@ -110,6 +110,12 @@ imagePullPolicy: {{ . }}
   - --relay-addr={{ $b.relayAddr }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
+  {{- with $b.revocationAddr }}
+  - --revocation-addr={{ . }}
+  {{- end }}
+  {{- with $b.revocationStaleTimeout }}
+  - --revocation-stale-timeout={{ . }}
+  {{- end }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
