@@ -146,6 +146,10 @@ func sameObjects(t *testing.T, chart, kust []*unstructured.Unstructured) {
 // of manifests/base.
 func TestChartMatchesBase(t *testing.T) {
 	sameObjects(t, renderChart(t).objs, render(t, "base").objs)
+	if t.Failed() {
+		t.Log("manifests/base and charts/wirekube-relay-ws must stay equal: a change to one (a flag, a port, a " +
+			"label) goes into the other's templates or values.yaml defaults in the same commit")
+	}
 }
 
 // TestChartFrontNoneMatchesComponent: front=none renders the base with
