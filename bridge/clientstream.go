@@ -29,13 +29,6 @@ func (e *closeError) Error() string {
 
 func (e *closeError) Unwrap() error { return e.err }
 
-// Session results that are not close reasons sent to the client.
-const (
-	resultClientClosed contract.Reason = "client_closed" // the client sent a close frame
-	resultClientGone   contract.Reason = "client_gone"   // read error without a close frame
-	resultClientStuck  contract.Reason = "client_write_failed"
-)
-
 func closeWith(code int, reason contract.Reason, err error) *closeError {
 	return &closeError{code: code, reason: reason, err: err}
 }

@@ -108,7 +108,7 @@ func TestClientCloseAnswered(t *testing.T) {
 			}
 			code, reason := tt.echo, contract.Reason("")
 			if code == 0 {
-				code, reason = websocket.CloseProtocolError, closeProtocolError
+				code, reason = websocket.CloseProtocolError, contract.CloseProtocolError
 			}
 			t.Run(tt.name, func(t *testing.T) { expectClose(t, ws, code, reason) })
 			ws.Close()

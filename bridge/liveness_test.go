@@ -112,8 +112,8 @@ func TestClientClosingClosesRelay(t *testing.T) {
 		{"close frame", func(ws *websocket.Conn) {
 			_ = ws.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		}, resultClientClosed},
-		{"tcp close", func(ws *websocket.Conn) { ws.NetConn().Close() }, resultClientGone},
+		}, contract.ResultClientClosed},
+		{"tcp close", func(ws *websocket.Conn) { ws.NetConn().Close() }, contract.ResultClientGone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestStuckClientClosesOnlyItsSession(t *testing.T) {
 		t.Fatal("stuck client never cut")
 	}
 	h.stop()
-	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(resultClientStuck))); n != 1 {
+	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ResultClientWriteFailed))); n != 1 {
 		t.Errorf("sessions_total{result=client_write_failed} = %v", n)
 	}
 }

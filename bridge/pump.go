@@ -11,10 +11,6 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// closeProtocolError is the close reason for a client that breaks
-// RFC 6455 (close 1002).
-const closeProtocolError contract.Reason = "websocket_protocol_error"
-
 // errClientClose stops decoding at the client's close frame.
 var errClientClose = errors.New("bridge: client sent close")
 
@@ -135,11 +131,11 @@ func (s *session) decodeErr(err error, ended bool) (bool, *closeError) {
 		s.lingerRaw = true
 		return false, nil
 	case errors.Is(err, errClientClose):
-		return true, closeWith(0, resultClientClosed, nil)
+		return true, closeWith(0, contract.ResultClientClosed, nil)
 	case errors.Is(err, errWSText):
 		return false, closeWith(websocket.CloseUnsupportedData, contract.CloseTextMessage, nil)
 	default:
-		return false, closeWith(websocket.CloseProtocolError, closeProtocolError, err)
+		return false, closeWith(websocket.CloseProtocolError, contract.CloseProtocolError, err)
 	}
 }
 
@@ -184,7 +180,7 @@ func clientReadClose(err error, registered bool) *closeError {
 	case errors.As(err, &ne) && ne.Timeout() && registered:
 		return closeWith(0, contract.ClosePingTimeout, err)
 	default:
-		return closeWith(0, resultClientGone, err)
+		return closeWith(0, contract.ResultClientGone, err)
 	}
 }
 
@@ -245,7 +241,7 @@ func (s *session) writeClient(p []byte) error {
 		return err
 	}
 	if err := s.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
-		return closeWith(0, resultClientStuck, err)
+		return closeWith(0, contract.ResultClientWriteFailed, err)
 	}
 	s.bytesToClient += int64(len(p))
 	return nil

@@ -131,7 +131,7 @@ func (s *session) fromTimer(f func()) {
 func (s *session) ping() {
 	deadline := time.Now().Add(s.srv.cfg.WriteTimeout)
 	if err := s.ws.WriteControl(websocket.PingMessage, nil, deadline); err != nil {
-		s.end(closeWith(0, resultClientStuck, err))
+		s.end(closeWith(0, contract.ResultClientWriteFailed, err))
 		return
 	}
 	s.mu.Lock()

@@ -312,7 +312,7 @@ func TestWebSocketFraming(t *testing.T) {
 	if _, err := ws.NetConn().Write(wsFrame(true, opBinary, dataFrame(k, 7, 10), nil)); err != nil {
 		t.Fatal(err)
 	}
-	expectClose(t, ws, websocket.CloseProtocolError, closeProtocolError)
+	expectClose(t, ws, websocket.CloseProtocolError, contract.CloseProtocolError)
 }
 
 // TestRegisterDeadlineIsExact: without a verified Register the session is

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // Deps are the collaborators of an Authorizer. Reviews, Objects, Registry and
@@ -86,7 +88,7 @@ func (a *Authorizer) KeysLoaded() bool { return a.keys.Loaded() }
 // carries no token and no URL query: only the path when it held no token.
 func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elapsed time.Duration) {
 	a.metrics.observeCheck(req.Frontend, d, elapsed)
-	result, reason, level := "allow", reasonAllowed, slog.LevelInfo
+	result, reason, level := "allow", contract.ResultAllowed, slog.LevelInfo
 	if !d.Allowed() {
 		result, reason = "deny", d.Reason
 	}

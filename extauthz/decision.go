@@ -8,9 +8,6 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// reasonAllowed is the reason label of an allowed check in metrics and logs.
-const reasonAllowed contract.Reason = "allowed"
-
 // Request is the front-end independent view of the request to authorize,
 // built from an Envoy CheckRequest or from an HTTP auth subrequest.
 type Request struct {

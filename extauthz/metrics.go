@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 const metricPrefix = "wirekube_extauthz_"
@@ -87,7 +89,7 @@ func (m *metrics) observeReview(result string, d time.Duration) {
 }
 
 func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duration) {
-	result, reason := "allow", string(reasonAllowed)
+	result, reason := "allow", string(contract.ResultAllowed)
 	if !d.Allowed() {
 		result, reason = "deny", string(d.Reason)
 	}

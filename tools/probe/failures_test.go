@@ -70,9 +70,31 @@ func contractReasons(t *testing.T) []reasonConst {
 }
 
 func TestEveryContractReasonHasAFix(t *testing.T) {
+	kinds := map[string]int{}
 	for _, r := range contractReasons(t) {
+		for _, k := range []string{"Reason", "Close", "Result"} {
+			if strings.HasPrefix(r.name, k) {
+				kinds[k]++
+			}
+		}
 		if f, ok := FixFor(r.value); !ok || len(f) < 20 {
 			t.Errorf("%s (%q) has no one-line fix in fixes.go", r.name, r.value)
+		}
+	}
+	// Deny reasons, close reasons and results are all covered: a kind the
+	// parser stops finding would silently drop out of this test.
+	for _, k := range []string{"Reason", "Close", "Result"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s* constant found in internal/contract: the parser or the naming broke", k)
+		}
+	}
+	distinct := map[contract.Reason]bool{}
+	for _, r := range contractReasons(t) {
+		distinct[r.value] = true
+	}
+	for r := range fixes {
+		if !distinct[r] {
+			t.Errorf("fixes.go has a fix for %q, which internal/contract does not declare", r)
 		}
 	}
 }
@@ -83,6 +105,7 @@ var closeCodes = map[contract.Reason]int{
 	contract.CloseTextMessage:   1003,
 	contract.CloseRelayLost:     1011,
 	contract.CloseDraining:      1001,
+	contract.CloseProtocolError: 1002,
 }
 
 func TestProbeCloseReasons(t *testing.T) {

@@ -61,6 +61,14 @@ var fixes = map[contract.Reason]string{
 	contract.CloseTextMessage:         "a text WebSocket message was sent: relay frames must be binary messages",
 	contract.CloseRelayLost:           "the bridge lost the raw relay: check the relay Pod and the bridge's /readyz, then retry",
 	contract.ClosePingTimeout:         "the gateway saw no pong in time: check for an idle timeout or a stalled network between client and gateway",
+	contract.CloseProtocolError:       "the client broke the WebSocket protocol (unmasked frame, reserved bits or opcode, bad fragmentation): use a conforming WebSocket client or check a proxy that rewrites frames",
+
+	// Results: in the gateway's logs and metrics, never in an answer; an
+	// operator reading a log line still gets a hint.
+	contract.ResultClientClosed:      "the client closed the session itself: nothing to fix on the gateway; check the client's logs if it was unexpected",
+	contract.ResultClientGone:        "the client connection dropped without a close frame: check the network and any proxy idle timeout between client and gateway",
+	contract.ResultClientWriteFailed: "the gateway could not write to the client within --write-timeout: the client or the path to it is too slow; only that session ended",
+	contract.ResultAllowed:           "nothing to fix: the check allowed the request (every other reason is a deny)",
 }
 
 // FixFor returns the one-line fix of a reason code and whether it is known.
