@@ -16,6 +16,7 @@ import (
 
 	"github.com/wirekube/relay-ws/envoy"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/version"
 )
 
 // composeFile is the part of docker-compose.yaml the checks read.
@@ -128,7 +129,7 @@ func checkComposeImages(t *testing.T, c composeFile) {
 			continue
 		}
 		if s.Build != nil {
-			mustf(t, repo == "wirekube/relay-ws", "%s builds this tree but tags it %q", name, s.Image)
+			mustf(t, repo == version.Image, "%s builds this tree but tags it %q, want %s:<version>", name, s.Image, version.Image)
 			continue
 		}
 		re := pinnedImages[repo]
