@@ -88,34 +88,58 @@ func (e *env) newFrontMatrix(t *testing.T) *frontMatrix {
 	fatalIf(t, err)
 	kp, err := e.stack.FrontCA.ServerCert("wirekube-relay-matrix", "relay.example.com")
 	fatalIf(t, err)
-	certDir := filepath.Join(e.runDir, "matrix")
-	cert, key, err := kp.WriteFiles(certDir, "front")
+	cert, key, err := kp.WriteFiles(filepath.Join(e.runDir, "matrix"), "front")
 	fatalIf(t, err)
 	tlsConf := &tls.Config{RootCAs: e.stack.FrontCA.Pool(), MinVersion: tls.VersionTLS12}
+	for _, s := range e.frontStarts(ctx, t, m) {
+		r := s.row
+		o := e.rowHops(t, m, r)
+		o.CertFile, o.KeyFile = cert, key
+		listen, logs, err := s.start(o, filepath.Join(e.runDir, "matrix", r.name))
+		if err != nil {
+			t.Fatalf("front %s: %v", r.name, err)
+		}
+		r.procLogs = logs
+		r.url, r.base, r.tls = "wss://"+listen+"/relay", "https://"+listen, tlsConf
+		fatalIf(t, waitFrontRoutes(ctx, r.front))
+		m.rows = append(m.rows, r)
+	}
+	return m
+}
+
+// frontStart is one row and how to start its front with the given hops; it
+// returns the address the front serves on and its process logs.
+type frontStart struct {
+	row   *frontRow
+	start func(o stack.FrontOptions, dir string) (addr string, logs []string, err error)
+}
+
+// frontStarts is the table of fronts.
+func (e *env) frontStarts(ctx context.Context, t *testing.T, m *frontMatrix) []frontStart {
 	caddyVersion, err := stack.CaddyVersion(ctx, "caddy")
 	fatalIf(t, err)
-	starts := []struct {
-		row   *frontRow
-		start func(o stack.FrontOptions, dir string) (addr string, logs []string, err error)
-	}{
+	proc := func(p *stack.Proc, o stack.FrontOptions, err error) (string, []string, error) {
+		return o.Listen, procLogs(p), err
+	}
+	return []frontStart{
 		{&frontRow{front: front{name: "nginx"}, short: "mn", runs: "Debian nginx, nginx/wirekube-relay.conf",
 			upgradeAtAuth: true, ownDupAuth: true},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
 				p, err := stack.StartNginx(ctx, e.procs, e.repo, dir, stack.NginxOptions{Listen: o.Listen,
 					CertFile: o.CertFile, KeyFile: o.KeyFile, ExtauthzHTTP: o.ExtauthzHTTP, Bridge: o.Bridge, LogDir: o.LogDir})
-				return o.Listen, procLogs(p), err
+				return proc(p, o, err)
 			}},
 		{&frontRow{front: front{name: "ingress-nginx"}, short: "mi", runs: "Debian nginx, ingress-nginx rendering of manifests/examples/ingress-nginx",
 			lossy: true, authSeesClient: true, keepsAuthz: true, ownDupAuth: true, ownLogs: true},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
 				p, err := stack.StartIngressNginx(ctx, e.procs, e.repo, dir, o)
-				return o.Listen, procLogs(p), err
+				return proc(p, o, err)
 			}},
 		{&frontRow{front: front{name: "caddy"}, short: "mc", runs: "Debian caddy " + caddyVersion + ", deploy/caddy/Caddyfile",
 			stripsFamily: true, ownLogs: true},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
 				p, err := stack.StartCaddy(ctx, e.procs, e.repo, dir, o)
-				return o.Listen, procLogs(p), err
+				return proc(p, o, err)
 			}},
 		{&frontRow{front: front{name: "envoy-standin-grpc"}, short: "mg", grpcAuth: true, upgradeAtAuth: true, stripsFamily: true, rejectsUnderscores: true,
 			runs: "in-process Envoy stand-in, gRPC ext_authz as envoy/envoy.yaml"},
@@ -129,34 +153,27 @@ func (e *env) newFrontMatrix(t *testing.T) *frontMatrix {
 				return e.startMatrixStandin(m, o, "")
 			}},
 	}
-	for _, s := range starts {
-		r := s.row
-		target := e.stack.ExtauthzHTTP
-		if r.grpcAuth {
-			target = e.stack.ExtauthzGRPC
-		}
-		r.authHop, err = stack.StartHeadRecorder(target)
-		fatalIf(t, err)
-		m.closers = append(m.closers, r.authHop.Close)
-		r.bridgeHop, err = stack.StartHeadRecorder(e.stack.BridgeAddr)
-		fatalIf(t, err)
-		m.closers = append(m.closers, r.bridgeHop.Close)
-		r.logDir = filepath.Join(e.procs.LogDir, "fronts", r.name)
-		fatalIf(t, os.MkdirAll(r.logDir, 0o755))
-		free, err := stack.FreeAddr()
-		fatalIf(t, err)
-		o := stack.FrontOptions{Listen: free, CertFile: cert, KeyFile: key,
-			ExtauthzHTTP: r.authHop.Addr, Bridge: r.bridgeHop.Addr, LogDir: r.logDir}
-		var listen string
-		listen, r.procLogs, err = s.start(o, filepath.Join(e.runDir, "matrix", r.name))
-		if err != nil {
-			t.Fatalf("front %s: %v", r.name, err)
-		}
-		r.url, r.base, r.tls = "wss://"+listen+"/relay", "https://"+listen, tlsConf
-		fatalIf(t, waitFrontRoutes(ctx, r.front))
-		m.rows = append(m.rows, r)
+}
+
+// rowHops starts the row's two recorders and log dir and returns the front
+// options pointing at them (certificate paths left to the caller).
+func (e *env) rowHops(t *testing.T, m *frontMatrix, r *frontRow) stack.FrontOptions {
+	target := e.stack.ExtauthzHTTP
+	if r.grpcAuth {
+		target = e.stack.ExtauthzGRPC
 	}
-	return m
+	var err error
+	r.authHop, err = stack.StartHeadRecorder(target)
+	fatalIf(t, err)
+	m.closers = append(m.closers, r.authHop.Close)
+	r.bridgeHop, err = stack.StartHeadRecorder(e.stack.BridgeAddr)
+	fatalIf(t, err)
+	m.closers = append(m.closers, r.bridgeHop.Close)
+	r.logDir = filepath.Join(e.procs.LogDir, "fronts", r.name)
+	fatalIf(t, os.MkdirAll(r.logDir, 0o755))
+	free, err := stack.FreeAddr()
+	fatalIf(t, err)
+	return stack.FrontOptions{Listen: free, ExtauthzHTTP: r.authHop.Addr, Bridge: r.bridgeHop.Addr, LogDir: r.logDir}
 }
 
 func procLogs(p *stack.Proc) []string {
