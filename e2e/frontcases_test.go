@@ -130,7 +130,7 @@ var denyCases = []denyCase{
 		func(t *testing.T, e *env, m *frontMatrix, r *frontRow, a identity) gotAnswer {
 			h := http.Header{"Authorization": {"Bearer " + e.freshToken(t, r, a)}}
 			got := raw(t, r.front, http.MethodGet, "/relay", h, "")
-			return gotAnswer{got.status, got.reason, got.header}
+			return gotAnswer(got)
 		}},
 	{"401_token_missing", answer{status: 401, reason: contract.ReasonTokenMissing},
 		func(t *testing.T, e *env, m *frontMatrix, r *frontRow, a identity) gotAnswer {

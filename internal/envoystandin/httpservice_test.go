@@ -38,12 +38,12 @@ func TestHTTPService(t *testing.T) {
 		upstream = r.Header.Clone()
 	}))
 	defer bridge.Close()
-	s, err := New(Options{TLS: nil, ExtauthzHTTP: hostPort(t, auth.URL), Bridge: hostPort(t, bridge.URL),
+	_, err := New(Options{TLS: nil, ExtauthzHTTP: hostPort(t, auth.URL), Bridge: hostPort(t, bridge.URL),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err == nil {
 		t.Fatal("New without TLS succeeded")
 	}
-	s, err = New(Options{TLS: &tls.Config{}, ExtauthzHTTP: hostPort(t, auth.URL), Bridge: hostPort(t, bridge.URL),
+	s, err := New(Options{TLS: &tls.Config{}, ExtauthzHTTP: hostPort(t, auth.URL), Bridge: hostPort(t, bridge.URL),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
