@@ -71,6 +71,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	rv.log = d.Logger
 	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
 		now: d.Now, metrics: m, log: d.Logger}
 	return &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,

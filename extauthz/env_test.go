@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -194,6 +195,17 @@ func (d directReviews) Create(ctx context.Context, tr *authnv1.TokenReview, _ me
 
 func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 	t.Helper()
+	return newEnvOpts(t, mutate, direct, io.Discard)
+}
+
+// newEnvLogging is newEnv whose Authorizer also logs to logs.
+func newEnvLogging(t testing.TB, logs io.Writer) *env {
+	t.Helper()
+	return newEnvOpts(t, nil, false, logs)
+}
+
+func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer) *env {
+	t.Helper()
 	opts := testOptions()
 	if mutate != nil {
 		mutate(&opts)
@@ -222,7 +234,7 @@ func newEnvWith(t testing.TB, mutate func(*Options), direct bool) *env {
 	in.Start(ctx)
 	t.Cleanup(func() { cancel(); in.Shutdown() })
 	must(t, in.WaitForSync(ctx))
-	logger := slog.New(slog.NewJSONHandler(suiteLog, nil))
+	logger := slog.New(slog.NewJSONHandler(io.MultiWriter(suiteLog, logs), nil))
 	var reviews authnv1client.TokenReviewsGetter = e.client.AuthenticationV1()
 	if direct {
 		reviews = directReviews{e}

@@ -17,6 +17,7 @@ type metrics struct {
 	checkDuration  *prometheus.HistogramVec
 	reviews        *prometheus.CounterVec
 	reviewDuration prometheus.Histogram
+	reviewFailures *prometheus.CounterVec // by category (reviewerr.go)
 	cacheHits      prometheus.Counter
 	cacheMisses    prometheus.Counter
 	cacheNegHits   prometheus.Counter
@@ -62,12 +63,13 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 		}),
 	}
 	m.addVerifyMetrics()
+	m.reviewFailures = newReviewFailures()
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: metricPrefix + "cache_entries", Help: "Entries in the TokenReview cache.",
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
 		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
-		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage} {
+		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage, m.reviewFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ var (
 // distinct token at a time (singleflight) and at most maxInflight TokenReview
 // calls at once. Safe for concurrent use.
 type reviewer struct {
+	log      *slog.Logger // TokenReview failures (reviewerr.go); nil: not logged
 	client   authnv1client.TokenReviewsGetter
 	audience string
 	hmacKey  []byte
@@ -145,6 +147,12 @@ func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (rev
 		}
 		return res.Val.(review), false, ""
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The proxy or the client hung up: nobody waits for the answer,
+			// and the API is not to blame (no outage recorded).
+			r.callerGone()
+			return review{}, false, contract.ResultCanceled
+		}
 		if _, inCall := r.calling.Load(k); inCall {
 			r.outage.failed(r.now()) // the API is too slow to answer in time
 			return review{}, false, contract.ReasonReviewUnavailable
@@ -174,6 +182,7 @@ func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time
 	r.outage.record(err, r.now())
 	if err != nil {
 		r.metrics.observeReview("error", elapsed)
+		r.reviewFailed(ctx, err, elapsed)
 		// The client error may quote the request; it is not returned so it
 		// cannot reach a log line.
 		return review{}, errUnavailable

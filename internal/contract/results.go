@@ -22,4 +22,9 @@ const (
 	// ResultAllowed is the reason label and log field of an allowed check;
 	// every other value there is a deny reason.
 	ResultAllowed Reason = "allowed"
+	// ResultCanceled: the proxy or the client hung up (context.Canceled)
+	// before the check finished, so no answer reached anyone. Kept apart
+	// from review_unavailable (a TokenReview timeout or API error), which
+	// means the API is in trouble.
+	ResultCanceled Reason = "canceled"
 )

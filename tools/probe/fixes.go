@@ -69,6 +69,7 @@ var fixes = map[contract.Reason]string{
 	contract.ResultClientGone:        "the client connection dropped without a close frame: check the network and any proxy idle timeout between client and gateway",
 	contract.ResultClientWriteFailed: "the gateway could not write to the client within --write-timeout: the client or the path to it is too slow; only that session ended",
 	contract.ResultAllowed:           "nothing to fix: the check allowed the request (every other reason is a deny)",
+	contract.ResultCanceled:          "the proxy or client hung up before the check finished: no answer was sent; frequent ones mean the proxy's ext_authz timeout is below --check-timeout",
 }
 
 // FixFor returns the one-line fix of a reason code and whether it is known.

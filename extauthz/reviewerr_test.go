@@ -1,0 +1,131 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
+)
+
+var tokenReviews = schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}
+
+// refused is the error client-go returns when nothing listens at the API
+// address.
+func refused() error {
+	return &url.Error{Op: "Post", URL: "https://10.0.0.1:6443/apis/authentication.k8s.io/v1/tokenreviews",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
+}
+
+func TestReviewFailCategory(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"deadline", fmt.Errorf("post: %w", context.DeadlineExceeded), reviewFailTimeout},
+		{"canceled", context.Canceled, reviewFailCanceled},
+		{"connection refused", refused(), reviewFailConnRefused},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), reviewFailRateLimited},
+		{"403", apierrors.NewForbidden(tokenReviews, "", errors.New("rbac")), reviewFailForbidden},
+		{"401", apierrors.NewUnauthorized("who"), reviewFailUnauthorized},
+		{"500", apierrors.NewInternalError(errors.New("boom")), reviewFailServerError},
+		{"503", apierrors.NewServiceUnavailable("later"), reviewFailServerError},
+		{"504", apierrors.NewTimeoutError("slow", 1), reviewFailTimeout},
+		{"400", apierrors.NewBadRequest("no"), reviewFailOther},
+		{"plain error", errFakeAPI, reviewFailOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reviewFailCategory(tt.err); got != tt.want {
+				t.Errorf("category %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReviewFailuresCountedAndLogged: each failed TokenReview is counted
+// under its category and logged with it, the token nowhere in the line.
+func TestReviewFailuresCountedAndLogged(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{apierrors.NewTooManyRequests("slow down", 1), reviewFailRateLimited},
+		{apierrors.NewForbidden(tokenReviews, "", errors.New("rbac")), reviewFailForbidden},
+		{refused(), reviewFailConnRefused},
+		{apierrors.NewInternalError(errors.New("boom")), reviewFailServerError},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			logs := &testutil.SyncBuffer{}
+			e := newEnvLogging(t, logs)
+			tok := e.answer(func(string) (authnv1.TokenReviewStatus, error) { return authnv1.TokenReviewStatus{}, tc.err })
+			wantReason(t, e.check(t, tok), contract.ReasonReviewUnavailable)
+			if n := promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(tc.want)); n != 1 {
+				t.Errorf("token_review_failures_total{category=%q} = %v, want 1", tc.want, n)
+			}
+			line := logLine(t, logs.String(), "tokenreview failed")
+			testutil.Contains(t, line, `"category":"`+tc.want+`"`, `"level":"WARN"`)
+			if strings.Contains(logs.String(), tok) {
+				t.Errorf("the token is in the log:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestCanceledVsDeadline: a caller that hangs up is "canceled" (no outage,
+// counted apart), a review that outlives the check deadline is
+// review_unavailable and a "timeout" failure.
+func TestCanceledVsDeadline(t *testing.T) {
+	e := newEnvDirect(t, func(o *Options) { o.CheckTimeout, o.MaxReviewWait = 300*1e6, 300*1e6 })
+	api := &slowAPI{gate: make(chan struct{})}
+	slow := e.answer(api.answer)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Decision)
+	go func() { done <- e.authz.Decide(ctx, requestFromCheck(relayCheck(slow, nil))) }()
+	testutil.Eventually(t, "the review to start", func() bool { return api.cur.Load() == 1 })
+	cancel()
+	wantReason(t, <-done, contract.ResultCanceled)
+	if n := promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(reviewFailCanceled)); n != 1 {
+		t.Errorf("failures{canceled} = %v, want 1", n)
+	}
+	if n := promtest.ToFloat64(e.authz.metrics.reviewOutage); n != 0 {
+		t.Errorf("review_outage = %v after a client hang-up, want 0", n)
+	}
+	if n := promtest.ToFloat64(e.authz.metrics.checks.WithLabelValues("grpc", "deny", "canceled")); n != 1 {
+		t.Errorf("checks_total{reason=canceled} = %v, want 1", n)
+	}
+	// The deadline case: the same slow API, nobody hangs up.
+	slow2 := e.answer(api.answer)
+	wantReason(t, e.check(t, slow2), contract.ReasonReviewUnavailable)
+	close(api.gate)
+	// Both calls outlived their deadline: the hung-up caller's shared call
+	// kept running (other callers could have waited on it), then timed out.
+	testutil.Eventually(t, "the timed-out reviews to be counted", func() bool {
+		return promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(reviewFailTimeout)) == 2
+	})
+}
+
+// logLine returns the first log line holding msg.
+func logLine(t *testing.T, logs, msg string) string {
+	t.Helper()
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"msg":"`+msg+`"`) {
+			return l
+		}
+	}
+	t.Fatalf("no %q line in:\n%s", msg, logs)
+	return ""
+}
