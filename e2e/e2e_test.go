@@ -62,5 +62,6 @@ var scenarios = []scenario{
 	{"4_register_and_frames", (*env).testRegister},
 	{"5_sessions", (*env).testSessions},
 	{"6_spoofed_identity_headers", (*env).testSpoofing},
+	{"9_refused_by_local_verification", (*env).testLocalVerification},
 	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
 }

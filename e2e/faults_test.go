@@ -20,6 +20,7 @@ import (
 // run through every front at once.
 func (e *env) testFaults(t *testing.T) {
 	t.Run("7_kube_apiserver_stopped", e.faultAPIServer)
+	t.Run("7_verify_offline_and_key_rotation", e.faultOfflineAndRotation)
 	t.Run("7_relay_stopped", e.faultRelay)
 	t.Run("7_bridge_sigterm_drains", e.faultBridgeDrain)
 }

@@ -55,4 +55,5 @@ func (e *env) testExtauthzRBAC(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(stack.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 		t.Errorf("%s listing Pods in %s: %v, want allowed", e.extauthzSA, stack.Namespace, err)
 	}
+	checkDiscoveryRBAC(t, cs)
 }

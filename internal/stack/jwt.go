@@ -21,6 +21,11 @@ type SignedTokenOptions struct {
 	Audience       string
 	IssuedAt       time.Time
 	Expiry         time.Time
+	// Issuer overrides the cluster's issuer (a token of another issuer).
+	Issuer string
+	// Key signs instead of the cluster's current key (a token of a key the
+	// cluster does not know). The kid is always the signing key's.
+	Key *rsa.PrivateKey
 }
 
 // SignToken signs a ServiceAccount JWT. The API server accepts it exactly as
@@ -34,8 +39,15 @@ func (c *Cluster) SignToken(o SignedTokenOptions) (string, error) {
 	if o.Pod != nil {
 		k8s["pod"] = map[string]any{"name": o.Pod.Name, "uid": string(o.Pod.UID)}
 	}
+	iss, key := Issuer, c.SAKey
+	if o.Issuer != "" {
+		iss = o.Issuer
+	}
+	if o.Key != nil {
+		key = o.Key
+	}
 	claims := map[string]any{
-		"iss":           Issuer,
+		"iss":           iss,
 		"sub":           "system:serviceaccount:" + o.ServiceAccount.Namespace + ":" + o.ServiceAccount.Name,
 		"aud":           []string{o.Audience},
 		"iat":           o.IssuedAt.Unix(),
@@ -44,11 +56,15 @@ func (c *Cluster) SignToken(o SignedTokenOptions) (string, error) {
 		"jti":           rand.Text(),
 		"kubernetes.io": k8s,
 	}
-	return signRS256(c.SAKey, claims)
+	return signRS256(key, claims)
 }
 
 func signRS256(key *rsa.PrivateKey, claims map[string]any) (string, error) {
-	header, err := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT"})
+	kid, err := KeyID(&key.PublicKey)
+	if err != nil {
+		return "", err
+	}
+	header, err := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": kid})
 	if err != nil {
 		return "", fmt.Errorf("jwt header: %w", err)
 	}

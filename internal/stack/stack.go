@@ -162,6 +162,18 @@ func (s *Stack) StartExtauthz(ctx context.Context) error {
 	})
 }
 
+// RestartExtauthz stops wirekube-extauthz and starts it again on the same
+// ports with args as its extra flags (nil: none), re-reading its kubeconfig.
+func (s *Stack) RestartExtauthz(ctx context.Context, args []string) error {
+	if s.Extauthz != nil {
+		if err := s.Extauthz.Stop(15 * time.Second); err != nil {
+			return fmt.Errorf("stop extauthz: %w", err)
+		}
+	}
+	s.opts.ExtauthzArgs = args
+	return s.StartExtauthz(ctx)
+}
+
 // StartBridge (re)starts wirekube-bridge and waits for its /readyz,
 // retrying a first start on fresh ports like StartRelay.
 func (s *Stack) StartBridge(ctx context.Context) error {
