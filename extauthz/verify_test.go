@@ -10,7 +10,10 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +300,37 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSignatureDenyRevealsNothing: whichever local check refused a badly
+// signed token, the HTTP answer is byte for byte the same (status, headers,
+// body); only the log line's detail tells them apart.
+func TestSignatureDenyRevealsNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	srv := httptest.NewServer(&HTTPHandler{Authorizer: e.authz})
+	defer srv.Close()
+	toks := verifyTokens(e.clock.Now())
+	var first string
+	for _, name := range []string{"other-key", "unknown-kid", "no-kid-other-key", "alg-none", "alg-hs256", "tampered"} {
+		req, err := http.NewRequest("GET", srv.URL+"/auth", nil)
+		must(t, err)
+		req.Header = http.Header{"Authorization": {"Bearer " + toks[name]}, "X-Original-Uri": {"/relay"},
+			"X-Original-Method": {"GET"}, "Upgrade": {"websocket"}, "Connection": {"upgrade"}}
+		resp, err := srv.Client().Do(req)
+		must(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Header.Del("Date")
+		got := fmt.Sprintf("%d %v %q", resp.StatusCode, resp.Header, body)
+		if first == "" {
+			first = got
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(got, string(contract.ReasonTokenSignatureInvalid)) {
+				t.Fatalf("%s: %s, want 401 %s", name, got, contract.ReasonTokenSignatureInvalid)
+			}
+			continue
+		}
+		if got != first {
+			t.Errorf("%s answered %s, the first case %s", name, got, first)
+		}
+	}
 }
