@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/testutil"
@@ -85,37 +91,60 @@ func TestReviewFailuresCountedAndLogged(t *testing.T) {
 	}
 }
 
+// ctxReviews is a TokenReview API that answers only when the call's context
+// ends, with its error, as client-go does for a request that never returns.
+type ctxReviews struct{ started chan struct{} }
+
+func (c ctxReviews) TokenReviews() authnv1client.TokenReviewInterface { return c }
+
+func (c ctxReviews) Create(ctx context.Context, _ *authnv1.TokenReview, _ metav1.CreateOptions) (*authnv1.TokenReview, error) {
+	c.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 // TestCanceledVsDeadline: a caller that hangs up is "canceled" (no outage,
-// counted apart), a review that outlives the check deadline is
+// counted apart); a review that outlives the check deadline is
 // review_unavailable and a "timeout" failure.
 func TestCanceledVsDeadline(t *testing.T) {
-	e := newEnvDirect(t, func(o *Options) { o.CheckTimeout, o.MaxReviewWait = 300*1e6, 300*1e6 })
-	api := &slowAPI{gate: make(chan struct{})}
-	slow := e.answer(api.answer)
+	e := newEnv(t, nil)
+	o := testOptions()
+	o.CheckTimeout, o.MaxReviewWait = 300*time.Millisecond, 300*time.Millisecond
+	cfg, err := o.Complete()
+	must(t, err)
+	api := ctxReviews{started: make(chan struct{}, 2)}
+	authz, err := NewAuthorizer(cfg, Deps{Reviews: api, Objects: e.in, Registry: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewJSONHandler(suiteLog, nil)), Now: e.clock.Now, Keys: e.disc.fetch})
+	must(t, err)
+	must(t, authz.keys.refresh(context.Background(), "periodic"))
+	failures := func(cat string) float64 { return promtest.ToFloat64(authz.metrics.reviewFailures.WithLabelValues(cat)) }
+
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Decision)
-	go func() { done <- e.authz.Decide(ctx, requestFromCheck(relayCheck(slow, nil))) }()
-	testutil.Eventually(t, "the review to start", func() bool { return api.cur.Load() == 1 })
+	go func() { done <- authz.Decide(ctx, requestFromCheck(relayCheck(e.answer(static(podBound())), nil))) }()
+	<-api.started
 	cancel()
 	wantReason(t, <-done, contract.ResultCanceled)
-	if n := promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(reviewFailCanceled)); n != 1 {
+	if n := failures(reviewFailCanceled); n != 1 {
 		t.Errorf("failures{canceled} = %v, want 1", n)
 	}
-	if n := promtest.ToFloat64(e.authz.metrics.reviewOutage); n != 0 {
+	if n := promtest.ToFloat64(authz.metrics.reviewOutage); n != 0 {
 		t.Errorf("review_outage = %v after a client hang-up, want 0", n)
 	}
-	if n := promtest.ToFloat64(e.authz.metrics.checks.WithLabelValues("grpc", "deny", "canceled")); n != 1 {
+	if n := promtest.ToFloat64(authz.metrics.checks.WithLabelValues("grpc", "deny", "canceled")); n != 1 {
 		t.Errorf("checks_total{reason=canceled} = %v, want 1", n)
 	}
-	// The deadline case: the same slow API, nobody hangs up.
-	slow2 := e.answer(api.answer)
-	wantReason(t, e.check(t, slow2), contract.ReasonReviewUnavailable)
-	close(api.gate)
-	// Both calls outlived their deadline: the hung-up caller's shared call
-	// kept running (other callers could have waited on it), then timed out.
-	testutil.Eventually(t, "the timed-out reviews to be counted", func() bool {
-		return promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(reviewFailTimeout)) == 2
-	})
+	// The shared call outlives the caller who hung up (others may wait on
+	// it) until the check deadline: then it is a timeout.
+	testutil.Eventually(t, "the abandoned call to time out", func() bool { return failures(reviewFailTimeout) == 1 })
+
+	// Nobody hangs up: the call outlives --check-timeout.
+	wantReason(t, authz.Decide(context.Background(), requestFromCheck(relayCheck(e.answer(static(podBound())), nil))),
+		contract.ReasonReviewUnavailable)
+	testutil.Eventually(t, "the timed-out call to be counted", func() bool { return failures(reviewFailTimeout) == 2 })
+	if n := failures(reviewFailCanceled); n != 1 {
+		t.Errorf("failures{canceled} = %v after a timeout, want still 1", n)
+	}
 }
 
 // logLine returns the first log line holding msg.
