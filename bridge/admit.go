@@ -64,6 +64,9 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 		return peerIdentity{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
 	}
 	id, err := parseIdentity(r.Header)
+	if err == nil {
+		err = parseBinding(r.Header, &id, s.revoker.enabled())
+	}
 	if err != nil {
 		return peerIdentity{}, contract.ReasonIdentityHeaderInvalid, err
 	}

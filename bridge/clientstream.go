@@ -41,6 +41,9 @@ type frameFilter struct {
 	registered bool
 	// onFrame, if set, is called for every whole frame: forwarded or dropped.
 	onFrame func(t relayproto.FrameType, size int, forwarded bool)
+	// onRegister, if set, is called once Register is verified, before it
+	// is forwarded.
+	onRegister func()
 }
 
 // scan consumes the whole frames at the start of p. Runs of frames to pass
@@ -166,5 +169,8 @@ func (f *frameFilter) verifyRegister(body []byte) *closeError {
 			fmt.Errorf("registered key %s, vouched key %s", k, f.key))
 	}
 	f.registered = true
+	if f.onRegister != nil {
+		f.onRegister()
+	}
 	return nil
 }

@@ -58,6 +58,7 @@ func testOptions(relayAddr string) Options {
 	o.PingInterval = 5 * time.Second
 	o.WriteTimeout = 2 * time.Second
 	o.DrainTimeout = 2 * time.Second
+	o.RevocationAddr = "" // revocation_test.go runs the stream against its own fake
 	return o
 }
 

@@ -21,6 +21,9 @@ type peerIdentity struct {
 	Key          relayproto.Key // the only key this session may register
 	Subject      string         // authenticated ServiceAccount username
 	TokenExpires time.Time
+	// Binding is X-WireKube-Binding as the proxy passed it: what the
+	// bridge hands back to extauthz on the revocation stream.
+	Binding string
 }
 
 // maxHeaderValue bounds each identity value; real ones are far shorter.

@@ -54,6 +54,18 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),
 		slog.String("relay", s.cfg.RelayAddr), slog.String("path", s.cfg.Path))
 
+	// The revocation stream outlives ctx until the drain is over: sessions
+	// still open during the drain stay revocable.
+	rctx, stopRevoker := context.WithCancel(context.WithoutCancel(ctx))
+	revoked := make(chan error, 1)
+	go func() { revoked <- s.revoker.run(rctx) }()
+	defer func() {
+		if err := <-revoked; err != nil {
+			s.log.Error("revocation stream", slog.String("error", err.Error()))
+		}
+	}()
+	defer stopRevoker()
+
 	var serveErr error
 	select {
 	case <-ctx.Done():

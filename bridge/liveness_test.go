@@ -266,8 +266,8 @@ func TestNoGoroutineOutlivesItsSession(t *testing.T) {
 	k := testKey(1)
 
 	old := h.register(t, k)
-	replacement := h.register(t, k) // the relay closes the older session
-	expectClose(t, old, websocket.CloseInternalServerErr, contract.CloseRelayLost)
+	replacement := h.register(t, k) // the bridge closes the older session
+	expectClose(t, old, websocket.ClosePolicyViolation, contract.CloseSessionReplaced)
 	send(t, replacement, relayproto.AppendFrame(nil, relayproto.TypeError, nil))
 	expectClose(t, replacement, websocket.ClosePolicyViolation, contract.CloseFrameForbidden)
 	silent := h.dial(t, identity(k))

@@ -59,6 +59,23 @@ type Options struct {
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
+	// RevocationAddr is extauthz's gRPC address (host:port or
+	// unix:/path) for the revocation Watch stream (docs/revocation.md).
+	// Default 127.0.0.1:9001. Empty turns revocation off: live sessions then
+	// end on token expiry only, whatever happens to their Pod, Node,
+	// ServiceAccount or WireKubePeer. Dangerous; for tests and embedders.
+	RevocationAddr string
+	// RevocationStaleTimeout is how long a live session stays open while
+	// the revocation stream is not in sync (extauthz restarting or
+	// unreachable); then it is closed with 1008 revocation_stale. New
+	// sessions are judged by extauthz as always. Default 60s.
+	RevocationStaleTimeout time.Duration
+	// TokenExpiryGrace keeps a session open this long past its token's
+	// expiry (1008 token_expired). Default 0: a session never outlives its
+	// token. Raise it only for agents that reconnect on a token refresh
+	// rather than before expiry, or for clock skew between extauthz and
+	// the bridge.
+	TokenExpiryGrace time.Duration
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -83,6 +100,9 @@ func DefaultOptions() Options {
 		DrainTimeout:     30 * time.Second,
 		LogFormat:        logging.DefaultFormat,
 		LogLevel:         logging.DefaultLevel,
+
+		RevocationAddr:         "127.0.0.1:9001",
+		RevocationStaleTimeout: 60 * time.Second,
 	}
 }
 
@@ -102,6 +122,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
+	fs.StringVar(&o.RevocationAddr, "revocation-addr", o.RevocationAddr, "extauthz gRPC address of the revocation stream (host:port or unix:/path); empty turns revocation of live sessions off")
+	fs.DurationVar(&o.RevocationStaleTimeout, "revocation-stale-timeout", o.RevocationStaleTimeout, "close live sessions (1008 revocation_stale) after the revocation stream was out of sync this long")
+	fs.DurationVar(&o.TokenExpiryGrace, "token-expiry-grace", o.TokenExpiryGrace, "keep a session open this long past its token's expiry (1008 token_expired)")
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -136,6 +159,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
 		}
 	}
+	errs = append(errs, o.validateRevocation()...)
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}
@@ -169,4 +193,22 @@ func (o Options) Complete() (*Config, error) {
 		c.dial = d.DialContext
 	}
 	return c, nil
+}
+
+func (o *Options) validateRevocation() []error {
+	var errs []error
+	if a, ok := strings.CutPrefix(o.RevocationAddr, "unix:"); ok && a == "" {
+		errs = append(errs, errors.New("--revocation-addr: empty unix socket path"))
+	} else if !ok && o.RevocationAddr != "" {
+		if _, _, err := net.SplitHostPort(o.RevocationAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--revocation-addr: want host:port or unix:/path: %w", err))
+		}
+	}
+	if o.RevocationStaleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--revocation-stale-timeout: must be positive, got %s", o.RevocationStaleTimeout))
+	}
+	if o.TokenExpiryGrace < 0 {
+		errs = append(errs, fmt.Errorf("--token-expiry-grace: must not be negative, got %s", o.TokenExpiryGrace))
+	}
+	return errs
 }

@@ -16,6 +16,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"relay-dial-timeout": "1s",
 		"register-timeout":   "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
 		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json", "log-level": "info",
+		"revocation-addr": "127.0.0.1:9001", "revocation-stale-timeout": "1m0s", "token-expiry-grace": "0s",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {
@@ -54,6 +55,10 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--max-sessions", func(o *Options) { o.MaxSessions = 0 }},
 		{"--allowed-origins", func(o *Options) { o.AllowedOrigins = []string{"example.com"} }},
 		{"--log-format", func(o *Options) { o.LogFormat = "xml" }},
+		{"--revocation-addr", func(o *Options) { o.RevocationAddr = "extauthz" }},
+		{"--revocation-addr", func(o *Options) { o.RevocationAddr = "unix:" }},
+		{"--revocation-stale-timeout", func(o *Options) { o.RevocationStaleTimeout = 0 }},
+		{"--token-expiry-grace", func(o *Options) { o.TokenExpiryGrace = -time.Second }},
 	}
 	for _, tt := range tests {
 		o := DefaultOptions()

@@ -30,6 +30,8 @@ type Server struct {
 	ready      *readiness
 	relay      *relayDialer  // every dial to the raw relay goes through it
 	closeGrace time.Duration // time a client gets to answer our close frame
+	revoker    *revoker      // ends sessions whose authorization ended
+	owners     keyOwners     // the session of each registered key
 
 	mu       sync.Mutex
 	draining bool
@@ -62,9 +64,17 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)
 	}
+	rm, err := newRevocationMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
+	for _, r := range sessionEndReasons() {
+		m.sessions.WithLabelValues(string(r))
+	}
 	s := &Server{
 		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
+		revoker: newRevoker(cfg, logger, rm),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
@@ -172,6 +182,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	draining := s.draining
 	s.mu.Unlock()
 	s.metrics.sessionsActive.Inc()
+	s.revoker.add(sess)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
 		append(sess.logAttrs(), slog.String("subprotocol", ws.Subprotocol()))...)
 	if draining { // admitted just before the drain began
@@ -179,6 +190,8 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	}
 
 	ce := sess.run()
+	s.revoker.remove(sess)
+	s.owners.release(sess)
 
 	s.mu.Lock()
 	delete(s.sessions, sess)

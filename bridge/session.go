@@ -52,6 +52,11 @@ type session struct {
 	inflight sync.WaitGroup // timer callbacks running
 	pinger   *time.Timer
 	regTimer *time.Timer
+
+	// revID names the session on the revocation stream; expiry closes it
+	// when its token expires. Set by revoker.add before run.
+	revID  uint64
+	expiry *time.Timer
 }
 
 // streamBuf is a pooled buffer held only while it has unconsumed bytes.
@@ -77,7 +82,7 @@ func (s *session) release(sb *streamBuf) {
 // newSession arms the register deadline and the pinger; run must follow.
 func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string) *session {
 	s := &session{srv: srv, ws: ws, relay: relay, id: id, remote: remote, start: time.Now()}
-	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay}
+	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay, onRegister: s.claimKey}
 	m := srv.metrics
 	s.toRelayCounts = frameCounts{counters: m.toRelay, messages: m.messagesToRelay}
 	s.toClientCounts = frameCounts{counters: m.toClient, messages: m.messagesToClient}

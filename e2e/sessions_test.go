@@ -15,7 +15,7 @@ import (
 )
 
 // testSessions: scenario 5. A reconnect of the same agent replaces its old
-// session (the relay closes the old one, the bridge reports it with 1011);
+// session (the bridge closes the old one with 1008 session_replaced);
 // no other identity can take the key.
 func (e *env) testSessions(t *testing.T, f front) {
 	id := e.podAgent(t, peerName(f, "s5-agent"))
@@ -23,7 +23,7 @@ func (e *env) testSessions(t *testing.T, f front) {
 	old := session(t, f, id)
 	t.Run("reconnect_replaces_old_session", func(t *testing.T) {
 		cur := session(t, f, id)
-		wantClose(t, old, websocket.CloseInternalServerErr, contract.CloseRelayLost, ioTimeout)
+		wantClose(t, old, websocket.ClosePolicyViolation, contract.CloseSessionReplaced, ioTimeout)
 		alive(t, cur, id.key)
 		t.Run("no_other_identity_takes_the_key", func(t *testing.T) {
 			c, err := testagent.DialRaw(context.Background(), f.opts(other))

@@ -12,6 +12,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
 // checkRequest builds a CheckRequest as Envoy fills it for a WebSocket
@@ -288,8 +289,12 @@ func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer, expires strin
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if !strings.HasPrefix(got[contract.HeaderIdentity], "system:serviceaccount:wirekube-system:") || len(got) != 4 {
+	if !strings.HasPrefix(got[contract.HeaderIdentity], "system:serviceaccount:wirekube-system:") || len(got) != len(contract.IdentityHeaders) {
 		t.Errorf("identity headers = %v", got)
+	}
+	b, err := revocation.ParseBinding(got[contract.HeaderBinding])
+	if err != nil || b.Peer != peer || b.Identity != got[contract.HeaderIdentity] {
+		t.Errorf("%s = %q (%v), want a binding of peer %s", contract.HeaderBinding, got[contract.HeaderBinding], err, peer)
 	}
 }
 

@@ -72,7 +72,7 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 			return deny(reason)
 		}
 	}
-	return a.peerDecision(peer, rv.username, exp)
+	return a.peerDecision(peer, rv, exp)
 }
 
 // bindAgent resolves the peer of an agent token from its bound Pod or Node.
@@ -104,7 +104,7 @@ func (a *Authorizer) bindAgent(sa nsName, rv *review) (string, contract.Reason) 
 }
 
 // peerDecision looks up the peer's key and builds the allow answer.
-func (a *Authorizer) peerDecision(peer, username string, exp time.Time) Decision {
+func (a *Authorizer) peerDecision(peer string, rv *review, exp time.Time) Decision {
 	raw, ok := a.objects.PeerKey(peer)
 	if !ok {
 		return Decision{Reason: contract.ReasonPeerNotFound, Peer: peer}
@@ -119,8 +119,9 @@ func (a *Authorizer) peerDecision(peer, username string, exp time.Time) Decision
 		Headers: []Header{
 			{contract.HeaderPeer, peer},
 			{contract.HeaderPublicKey, key.Base64()},
-			{contract.HeaderIdentity, username},
+			{contract.HeaderIdentity, rv.username},
 			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
+			{contract.HeaderBinding, bindingOf(rv, peer, key).Format()},
 		},
 	}
 }

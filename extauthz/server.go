@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
+	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
 // shutdownTimeout bounds the graceful stop of each server.
@@ -78,6 +79,13 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
+	hub, err := NewWatchHub(authz, reg, log)
+	if err != nil {
+		return fmt.Errorf("revocation metrics: %w", err)
+	}
+	if err := in.OnChange(hub.Notify); err != nil {
+		return err
+	}
 	lns, err := listenAll(cfg)
 	if err != nil {
 		return err
@@ -85,8 +93,9 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(1 << 20))
+	gs := grpc.NewServer(append(watchKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
 	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
+	revocation.Register(gs, hub)
 	healthpb.RegisterHealthServer(gs, hs)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -103,7 +112,13 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		}
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_SERVING)
+		hub.MarkSynced()
 		log.Info("informer caches synced, signing keys loaded: serving")
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		hub.Shutdown() // before the graceful gRPC stop, which waits for streams
 		return nil
 	})
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })

@@ -29,12 +29,17 @@ const (
 	HeaderPublicKey    = "X-WireKube-Public-Key"
 	HeaderIdentity     = "X-WireKube-Identity"
 	HeaderTokenExpires = "X-WireKube-Token-Expires"
+	// HeaderBinding is what admitted the session (internal/revocation
+	// Binding: identity, ServiceAccount, Pod and Node names and UIDs, peer,
+	// key hash; no token, no key). The bridge hands it back to extauthz on
+	// the revocation stream, which re-judges it (docs/revocation.md).
+	HeaderBinding = "X-WireKube-Binding"
 	// HeaderDenyReason carries the Reason of a denied request.
 	HeaderDenyReason = "X-WireKube-Deny-Reason"
 )
 
 // IdentityHeaders lists the headers an allow answer for the relay path sets.
-var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires}
+var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires, HeaderBinding}
 
 // IsWireKubeHeader reports whether name is in the X-WireKube-* family
 // (case-insensitive), the family a proxy strips from client requests.
@@ -110,6 +115,20 @@ const (
 	CloseRelayLost           Reason = "relay_lost"            // 1011
 	CloseDraining            Reason = "draining"              // 1001
 	ClosePingTimeout         Reason = "ping_timeout"          // local close, no frame reaches the peer
+)
+
+// Close reasons of a live session whose authorization ended (issue 10,
+// docs/revocation.md). All close with 1008. A revocation by extauthz also
+// reuses the deny reason of the rule that no longer holds: pod_not_found,
+// pod_uid_mismatch, pod_service_account_mismatch, pod_not_scheduled,
+// node_mismatch, service_account_not_found, identity_not_allowed,
+// token_not_bound, peer_not_found, peer_key_invalid.
+const (
+	CloseTokenExpired    Reason = "token_expired"         // the token's exp (+ --token-expiry-grace) passed
+	ClosePeerKeyChanged  Reason = "peer_key_changed"      // the WireKubePeer's spec.publicKey is another key now
+	CloseRevoked         Reason = "authorization_revoked" // extauthz revoked it for a reason this bridge does not know
+	CloseRevocationStale Reason = "revocation_stale"      // the revocation stream was down for --revocation-stale-timeout
+	CloseSessionReplaced Reason = "session_replaced"      // a newer session of this bridge registered the same key
 )
 
 // HTTPStatus is the status a deny with this reason answers. Unknown reasons

@@ -181,7 +181,7 @@ func (s *Stack) StartBridge(ctx context.Context) error {
 	return retryPorts(ctx, s.procs.Out, "bridge", repick, func(ctx context.Context) error {
 		args := append([]string{
 			"--listen=" + s.BridgeAddr, "--metrics-listen=" + s.BridgeMetrics, "--relay-addr=" + s.RelayAddr,
-			"--log-format=json",
+			"--revocation-addr=" + s.ExtauthzGRPC, "--log-format=json",
 		}, s.opts.BridgeArgs...)
 		p, err := s.procs.Start("bridge", s.opts.Bins["wirekube-bridge"], args...)
 		if err != nil {

@@ -51,6 +51,7 @@ func startRealBridge(t *testing.T, relayAddr string, key relayproto.Key) string 
 	t.Helper()
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout, o.RegisterTimeout = relayAddr, "", 2*time.Second, 2*time.Second
+	o.RevocationAddr = "" // no extauthz here: authFront sets no binding
 	cfg, err := o.Complete()
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,13 @@ var fixes = map[contract.Reason]string{
 	contract.ResultClientWriteFailed: "the gateway could not write to the client within --write-timeout: the client or the path to it is too slow; only that session ended",
 	contract.ResultAllowed:           "nothing to fix: the check allowed the request (every other reason is a deny)",
 	contract.ResultCanceled:          "the proxy or client hung up before the check finished: no answer was sent; frequent ones mean the proxy's ext_authz timeout is below --check-timeout",
+
+	// A live session whose authorization ended (docs/revocation.md).
+	contract.CloseTokenExpired:    "the session's token expired: the client must reconnect with a fresh token before exp (kubelet rotates projected tokens)",
+	contract.ClosePeerKeyChanged:  "the WireKubePeer's spec.publicKey changed while connected: reconnect with the peer's current key",
+	contract.CloseRevoked:         "extauthz revoked the session: reconnect; the new upgrade's deny reason tells what no longer holds",
+	contract.CloseRevocationStale: "the bridge lost its revocation stream to extauthz for too long: check extauthz is running and reachable from the bridge (--revocation-addr), then reconnect",
+	contract.CloseSessionReplaced: "a newer session registered the same key on this gateway: run one client per key (a second agent or probe with this key replaced this one)",
 }
 
 // FixFor returns the one-line fix of a reason code and whether it is known.

@@ -1,0 +1,216 @@
+package extauthz
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
+)
+
+// WatchHub serves the revocation Watch stream (docs/revocation.md). A
+// bridge sends the binding of every live session (the full set on each
+// (re)connect, then adds and removes); the hub answers, on the same
+// stream, which of them no longer hold: at once for the ones already
+// invalid, later whenever an informer event ends one. It keeps no state
+// beyond its streams, so a restarted extauthz re-judges everything from
+// the bridge's next full list. Safe for concurrent use.
+type WatchHub struct {
+	authz   *Authorizer
+	log     *slog.Logger
+	metrics *watchMetrics
+	now     func() time.Time
+	ready   chan struct{} // closed once the informer caches have synced
+	ctx     context.Context
+	stop    context.CancelFunc
+	recv    sync.WaitGroup // receiving goroutines of the streams
+
+	mu      sync.Mutex
+	streams map[*watchStream]struct{}
+}
+
+// NewWatchHub builds a hub judging with authz; its metrics go to reg.
+func NewWatchHub(authz *Authorizer, reg prometheus.Registerer, log *slog.Logger) (*WatchHub, error) {
+	h := &WatchHub{authz: authz, log: log, now: time.Now, ready: make(chan struct{}),
+		streams: map[*watchStream]struct{}{}}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	m, err := newWatchMetrics(reg, h.counts)
+	if err != nil {
+		return nil, err
+	}
+	h.metrics = m
+	return h, nil
+}
+
+// MarkSynced lets streams start judging: before the caches hold a full
+// list every Pod would look deleted. Call it once.
+func (h *WatchHub) MarkSynced() { close(h.ready) }
+
+// Shutdown ends every stream (so that a graceful gRPC stop need not wait
+// for the bridges to leave) and waits for their receiving goroutines.
+// Bridges reconnect to another extauthz or to this one after a restart.
+func (h *WatchHub) Shutdown() {
+	h.stop()
+	h.recv.Wait()
+}
+
+// Notify marks the object key (objectKey) changed on every stream. It is the
+// informers' OnChange callback and never blocks.
+func (h *WatchHub) Notify(key string) {
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for st := range h.streams {
+		st.markDirty(key, now)
+	}
+}
+
+func (h *WatchHub) counts() (streams, bindings int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for st := range h.streams {
+		bindings += st.size()
+	}
+	return len(h.streams), bindings
+}
+
+// Watch implements revocation.WatchServer. It waits for the caches to
+// sync, then runs the stream until the bridge goes away or Shutdown. The
+// receiving goroutine it starts blocks in RecvMsg until gRPC ends the
+// stream, which happens when Watch returns: Shutdown waits for it.
+func (h *WatchHub) Watch(stream grpc.ServerStream) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	defer context.AfterFunc(h.ctx, cancel)()
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	st := newWatchStream()
+	h.mu.Lock()
+	h.streams[st] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.streams, st)
+		h.mu.Unlock()
+	}()
+	h.log.Info("revocation stream opened")
+	recvErr := make(chan error, 1)
+	h.recv.Add(1)
+	go func() {
+		defer h.recv.Done()
+		defer cancel()
+		recvErr <- st.receive(stream)
+	}()
+	err := h.serve(ctx, st, stream)
+	select {
+	case rerr := <-recvErr:
+		err = rerr // the bridge left, or sent what does not decode
+	default:
+	}
+	h.log.Info("revocation stream closed", slog.String("error", errString(err)))
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// serve judges what the bridge sent and what changed, and sends the
+// revocations, until ctx is done. It is the stream's only sender.
+func (h *WatchHub) serve(ctx context.Context, st *watchStream, stream grpc.ServerStream) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-st.wake:
+		}
+		out := h.judge(st)
+		if len(out) == 0 {
+			continue
+		}
+		if err := revocation.Send(stream, out); err != nil {
+			return err
+		}
+	}
+}
+
+// judge takes what is pending on st and returns the ops to send: the
+// revocations first, in the order the bridge's ops came, then those the
+// changed objects caused.
+func (h *WatchHub) judge(st *watchStream) []revocation.Op {
+	ops, dirty := st.take()
+	var out []revocation.Op
+	for _, op := range ops {
+		switch op.Kind {
+		case revocation.KindAdd:
+			if r := h.judgeAdd(st, op); r != "" {
+				out = append(out, h.revoke(op.ID, r, time.Time{}))
+			}
+		case revocation.KindRemove:
+			st.remove(op.ID)
+		case revocation.KindSynced:
+			out = append(out, revocation.Op{Kind: revocation.KindSyncedAck, ID: op.ID})
+		}
+	}
+	for key, at := range dirty {
+		for id, b := range st.bound(key) {
+			if r := h.authz.rejudge(b); r != "" {
+				st.remove(id)
+				out = append(out, h.revoke(id, r, at))
+			}
+		}
+	}
+	return out
+}
+
+// judgeAdd records a binding and judges it at once: it may have ended
+// before the bridge could send it.
+func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) contract.Reason {
+	b, err := revocation.ParseBinding(op.Binding)
+	if err != nil {
+		return contract.CloseRevoked // not a binding this extauthz issues: cannot vouch
+	}
+	st.add(op.ID, b)
+	r := h.authz.rejudge(b)
+	if r != "" {
+		st.remove(op.ID)
+	}
+	return r
+}
+
+func (h *WatchHub) revoke(id uint64, r contract.Reason, at time.Time) revocation.Op {
+	h.metrics.revocations.WithLabelValues(string(r)).Inc()
+	op := revocation.Op{Kind: revocation.KindRevoke, ID: id, Reason: string(r)}
+	if !at.IsZero() {
+		op.EventUnixNano = at.UnixNano()
+		h.metrics.eventToSend.Observe(h.now().Sub(at).Seconds())
+	}
+	return op
+}
+
+// watchKeepalive are the gRPC server options the revocation stream needs:
+// bridges ping every 15 s to notice a vanished extauthz (so the default
+// 5-minute minimum would make the server hang up on them), and the server
+// pings idle connections to drop vanished bridges.
+func watchKeepalive() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	}
+}

@@ -1,0 +1,80 @@
+package extauthz
+
+import (
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// bindingOf is the X-WireKube-Binding of an allow answer: the TokenReview
+// fields bindPeer read, and the peer and key hash it led to.
+func bindingOf(rv *review, peer string, key relayproto.Key) revocation.Binding {
+	return revocation.Binding{
+		Identity: rv.username, SAUID: rv.uid,
+		PodName: rv.podName, PodUID: rv.podUID, NodeName: rv.nodeName, NodeUID: rv.nodeUID,
+		Peer: peer, KeySHA256: revocation.KeyHash(key[:]),
+	}
+}
+
+// rejudge runs the identity rules of the relay path again on a binding,
+// against the informer caches and this process's configuration, exactly as
+// an upgrade would be judged with a token whose TokenReview answered these
+// fields. It returns "" while the binding still holds, else the reason it
+// no longer does: the deny reason of the failing rule, node_mismatch when
+// the identity now leads to another peer (the Pod moved), peer_key_changed
+// when the peer's key is another one. Safe for concurrent use.
+func (a *Authorizer) rejudge(b revocation.Binding) contract.Reason {
+	rv := review{
+		authenticated: true, audiences: []string{a.cfg.audience},
+		username: b.Identity, uid: b.SAUID,
+		podName: b.PodName, podUID: b.PodUID, nodeName: b.NodeName, nodeUID: b.NodeUID,
+	}
+	d := a.bindPeer(&rv, time.Time{})
+	if !d.Allowed() {
+		return d.Reason
+	}
+	if d.Peer != b.Peer {
+		return contract.ReasonNodeMismatch
+	}
+	for _, h := range d.Headers {
+		if h.Name != contract.HeaderBinding {
+			continue
+		}
+		now, err := revocation.ParseBinding(h.Value)
+		if err != nil || now.KeySHA256 != b.KeySHA256 {
+			return contract.ClosePeerKeyChanged
+		}
+		return ""
+	}
+	return contract.CloseRevoked // bindPeer allowed without a binding: cannot vouch (fail closed)
+}
+
+// bindingKeys are the informer keys whose change can end binding b (see
+// objectKey): its ServiceAccount, Pod, Node and WireKubePeer.
+func bindingKeys(b revocation.Binding) []string {
+	keys := make([]string, 0, 4)
+	sa, ok := parseSAUsername(b.Identity)
+	if ok {
+		keys = append(keys, objectKey(kindSA, sa.ns, sa.name))
+		if b.PodName != "" {
+			keys = append(keys, objectKey(kindPod, sa.ns, b.PodName))
+		}
+	}
+	if b.NodeName != "" {
+		keys = append(keys, objectKey(kindNode, "", b.NodeName))
+	}
+	return append(keys, objectKey(kindPeer, "", b.Peer))
+}
+
+// Object kinds of the watch index.
+const (
+	kindPod  = "pod"
+	kindSA   = "sa"
+	kindNode = "node"
+	kindPeer = "peer"
+)
+
+// objectKey names one watched object in the watch index.
+func objectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }

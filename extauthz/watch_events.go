@@ -1,0 +1,52 @@
+package extauthz
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// OnChange calls f with the watch index key (objectKey) of every Pod,
+// ServiceAccount, Node and WireKubePeer the informers add, update or
+// delete. An informer updates its cache before it calls handlers, so a
+// lookup from f (or after it) sees the change. f must not block: it runs
+// on the informers' delivery goroutines.
+func (in *Informers) OnChange(f func(key string)) error {
+	type kindInformer struct {
+		kind string
+		inf  cache.SharedIndexInformer
+	}
+	infs := []kindInformer{{kindNode, in.nodes}, {kindPeer, in.peers}}
+	for _, inf := range in.pods {
+		infs = append(infs, kindInformer{kindPod, inf})
+	}
+	for _, inf := range in.sas {
+		infs = append(infs, kindInformer{kindSA, inf})
+	}
+	for _, i := range infs {
+		if _, err := i.inf.AddEventHandler(changeHandler(i.kind, f)); err != nil {
+			return fmt.Errorf("informers: %s event handler: %w", i.kind, err)
+		}
+	}
+	return nil
+}
+
+func changeHandler(kind string, f func(string)) cache.ResourceEventHandler {
+	notify := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		ns, name, ok := strings.Cut(key, "/")
+		if !ok {
+			ns, name = "", key
+		}
+		f(objectKey(kind, ns, name))
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
+	}
+}

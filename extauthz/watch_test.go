@@ -1,0 +1,212 @@
+package extauthz
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
+	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+var fixtureKey = relayproto.Key(bytes.Repeat([]byte{7}, 32))
+
+func podBinding() revocation.Binding {
+	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
+		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", fixtureKey)
+}
+
+func nodeBinding() revocation.Binding {
+	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
+		nodeName: "node-a", nodeUID: nodeAUID}, "node-a", fixtureKey)
+}
+
+func peerSABinding() revocation.Binding {
+	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+		uid: "uid-sa-peer-b"}, "node-b", fixtureKey)
+}
+
+// TestRejudge changes one object per case through the fake API and waits
+// for the informers: the binding must then end with the case's reason.
+func TestRejudge(t *testing.T) {
+	ctx := context.Background()
+	del := metav1.DeleteOptions{}
+	for _, tc := range []struct {
+		name    string
+		binding revocation.Binding
+		change  func(e *env) error
+		want    contract.Reason
+	}{
+		{"pod deleted", podBinding(), func(e *env) error {
+			return e.client.CoreV1().Pods("wirekube-system").Delete(ctx, "agent-a", del)
+		}, contract.ReasonPodNotFound},
+		{"pod replaced", podBinding(), func(e *env) error {
+			return replacePod(ctx, e, "node-a")
+		}, contract.ReasonPodUIDMismatch},
+		{"service account deleted", podBinding(), func(e *env) error {
+			return e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-agent", del)
+		}, contract.ReasonServiceAccountNotFound},
+		{"node deleted", nodeBinding(), func(e *env) error {
+			return e.client.CoreV1().Nodes().Delete(ctx, "node-a", del)
+		}, contract.ReasonNodeMismatch},
+		{"peer deleted", podBinding(), func(e *env) error {
+			return e.dyn.Resource(PeerGVR).Delete(ctx, "node-a", del)
+		}, contract.ReasonPeerNotFound},
+		{"peer key rotated", peerSABinding(), func(e *env) error {
+			_, err := e.dyn.Resource(PeerGVR).Update(ctx, peerObject("node-b", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="), metav1.UpdateOptions{})
+			return err
+		}, contract.ClosePeerKeyChanged},
+		{"per-peer service account deleted", peerSABinding(), func(e *env) error {
+			return e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-relay-peer-node-b", del)
+		}, contract.ReasonServiceAccountNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			if r := e.authz.rejudge(tc.binding); r != "" {
+				t.Fatalf("before the change: %s", r)
+			}
+			must(t, tc.change(e))
+			testutil.Eventually(t, string(tc.want), func() bool { return e.authz.rejudge(tc.binding) == tc.want })
+		})
+	}
+}
+
+func replacePod(ctx context.Context, e *env, node string) error {
+	pods := e.client.CoreV1().Pods("wirekube-system")
+	if err := pods.Delete(ctx, "agent-a", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	_, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "wirekube-system", Name: "agent-a", UID: types.UID("uid-pod-a2")},
+		Spec:       corev1.PodSpec{ServiceAccountName: "wirekube-agent", NodeName: node},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// TestRejudgeConfig: the same binding no longer holds under a narrower
+// configuration (extauthz restarted without that identity).
+func TestRejudgeConfig(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.AgentServiceAccounts = []string{"wirekube-system/other-agent"} })
+	if r := e.authz.rejudge(podBinding()); r != contract.ReasonIdentityNotAllowed {
+		t.Fatalf("rejudge = %q, want identity_not_allowed", r)
+	}
+	if r := e.authz.rejudge(peerSABinding()); r != "" {
+		t.Fatalf("per-peer binding: %q", r)
+	}
+}
+
+// watchClient is the bridge end of a real gRPC Watch stream.
+type watchClient struct {
+	t      *testing.T
+	stream grpc.ClientStream
+}
+
+func startWatch(t *testing.T, e *env) *watchClient {
+	t.Helper()
+	hub, err := NewWatchHub(e.authz, prometheus.NewRegistry(), slog.New(slog.NewJSONHandler(suiteLog, nil)))
+	must(t, err)
+	must(t, e.in.OnChange(hub.Notify))
+	hub.MarkSynced()
+	sock := filepath.Join(t.TempDir(), "grpc.sock")
+	gs := grpc.NewServer(watchKeepalive()...)
+	revocation.Register(gs, hub)
+	ln, err := net.Listen("unix", sock)
+	must(t, err)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(ln) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
+	must(t, err)
+	t.Cleanup(func() {
+		cancel()
+		conn.Close()
+		hub.Shutdown()
+		gs.Stop()
+		<-served
+	})
+	return &watchClient{t: t, stream: stream}
+}
+
+func (c *watchClient) send(ops ...revocation.Op) {
+	c.t.Helper()
+	must(c.t, revocation.Send(c.stream, ops))
+}
+
+// until receives ops until one of kind SyncedAck with id gen arrives and
+// returns the revocations before it.
+func (c *watchClient) until(gen uint64) map[uint64]revocation.Op {
+	c.t.Helper()
+	got := map[uint64]revocation.Op{}
+	for {
+		ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+		must(c.t, err)
+		for _, op := range ops {
+			if op.Kind == revocation.KindSyncedAck && op.ID == gen {
+				return got
+			}
+			got[op.ID] = op
+		}
+	}
+}
+
+func (c *watchClient) next() revocation.Op {
+	c.t.Helper()
+	ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+	must(c.t, err)
+	if len(ops) != 1 {
+		c.t.Fatalf("got %d ops, want 1: %+v", len(ops), ops)
+	}
+	return ops[0]
+}
+
+// TestWatchStream: the full list is judged at once (invalid bindings
+// revoked before the ack), then a Pod deletion revokes exactly its session
+// and the sentinel sessions stay.
+func TestWatchStream(t *testing.T) {
+	e := newEnv(t, nil)
+	c := startWatch(t, e)
+	stale := podBinding()
+	stale.PodUID = "uid-pod-gone"
+	c.send(
+		revocation.Op{Kind: revocation.KindAdd, ID: 1, Binding: podBinding().Format()},
+		revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: peerSABinding().Format()},
+		revocation.Op{Kind: revocation.KindAdd, ID: 3, Binding: stale.Format()},
+		revocation.Op{Kind: revocation.KindAdd, ID: 4, Binding: "v9;garbage"},
+		revocation.Op{Kind: revocation.KindAdd, ID: 5, Binding: nodeBinding().Format()},
+		revocation.Op{Kind: revocation.KindRemove, ID: 5},
+		revocation.Op{Kind: revocation.KindSynced, ID: 1},
+	)
+	got := c.until(1)
+	if len(got) != 2 || got[3].Reason != string(contract.ReasonPodUIDMismatch) || got[4].Reason != string(contract.CloseRevoked) {
+		t.Fatalf("revocations after the list: %+v", got)
+	}
+	start := time.Now()
+	must(t, e.client.CoreV1().Pods("wirekube-system").Delete(context.Background(), "agent-a", metav1.DeleteOptions{}))
+	op := c.next()
+	if op.Kind != revocation.KindRevoke || op.ID != 1 || op.Reason != string(contract.ReasonPodNotFound) ||
+		op.EventUnixNano < start.UnixNano() {
+		t.Fatalf("after the delete: %+v", op)
+	}
+	// Node events reach no remaining binding (5 was removed): the next op is
+	// the ack, so 2 is still held.
+	must(t, e.client.CoreV1().Nodes().Delete(context.Background(), "node-a", metav1.DeleteOptions{}))
+	c.send(revocation.Op{Kind: revocation.KindSynced, ID: 2})
+	if got := c.until(2); len(got) != 0 {
+		t.Fatalf("sentinel revoked: %+v", got)
+	}
+}
