@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/internal/testagent"
 )
@@ -33,6 +34,7 @@ func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
 		contract.HeaderTokenExpires: {"2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z"},
 		contract.HeaderDenyReason:   {"spoofed"},
 		"X-WireKube-Extra":          {"spoofed"},
+		"x-wirekube-binding":        {"v1;spoofed"},
 	}
 }
 
@@ -102,6 +104,10 @@ func (e *env) matrixSpoof(t *testing.T, r *frontRow, a identity) {
 		case canon == http.CanonicalHeaderKey(contract.HeaderTokenExpires):
 			if len(vs) != 1 || strings.HasPrefix(vs[0], "2099") {
 				t.Errorf("bridge got %s %q, want the token's expiry once", name, vs)
+			}
+		case canon == http.CanonicalHeaderKey(contract.HeaderBinding):
+			if b, err := revocation.ParseBinding(strings.Join(vs, ",")); len(vs) != 1 || err != nil || b.Peer != a.peer {
+				t.Errorf("bridge got %s %q, want extauthz's binding of %s once", name, vs, a.peer)
 			}
 		case !contractHeader(name) && !r.stripsFamily:
 			// A name outside the contract: this front clears only the
