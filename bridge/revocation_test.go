@@ -139,9 +139,7 @@ func TestRevocationStream(t *testing.T) {
 	c := h.registerAs(t, boundIdentity("node-c", testKey(3)), testKey(3))
 	stream := <-f.streams
 	waitHeld(t, f, 3)
-	if got := promtest.ToFloat64(h.srv.revoker.m.connected); got != 1 {
-		t.Fatalf("connected = %v", got)
-	}
+	testutil.Eventually(t, "stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.m.connected) == 1 })
 	event := time.Now().Add(-50 * time.Millisecond)
 	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-b"),
 		Reason: string(contract.ReasonPodNotFound), EventUnixNano: event.UnixNano()}}))
