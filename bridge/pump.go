@@ -155,7 +155,7 @@ func (s *session) onControl(op byte, payload []byte) error {
 			return err // answered with 1002 websocket_protocol_error
 		}
 		// 1005 formats as an empty close.
-		_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), deadline)
+		_ = s.writeClose(websocket.FormatCloseMessage(code, ""), deadline)
 		return errClientClose
 	}
 	return nil
@@ -237,10 +237,7 @@ func (s *session) writeClient(p []byte) error {
 	}
 	c.message()
 	c.flush()
-	if err := s.ws.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
-		return err
-	}
-	if err := s.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+	if err := s.writeMessage(p, time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return closeWith(0, contract.ResultClientWriteFailed, err)
 	}
 	s.bytesToClient += int64(len(p))

@@ -35,6 +35,17 @@ type session struct {
 	lingered  int
 	lingerRaw bool
 
+	// The relay -> client writer (writeframe.go): direct is the client
+	// socket when messages bypass gorilla's write buffer; wlock orders the
+	// close frame after data (closeSent); whdr and wbuf* are the header and
+	// writev scratch of the relay reader goroutine.
+	direct    net.Conn
+	wlock     writeLock
+	closeSent bool
+	whdr      [10]byte
+	wbufArr   [2][]byte
+	wbufs     net.Buffers
+
 	// Counter updates batched per forwarded run or message, one per
 	// direction's goroutine.
 	toRelayCounts, toClientCounts frameCounts
@@ -95,6 +106,7 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 	})
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
 	s.dec = wsDecoder{onControl: s.onControl, onMessage: s.countMessage}
+	s.direct = directConn(ws.NetConn())
 	s.fromClient.init(ws.NetConn())
 	s.fromRelay.init(relay)
 	return s
@@ -215,7 +227,7 @@ func (s *session) end(ce *closeError) {
 	if ce.code != 0 {
 		grace := min(s.srv.cfg.WriteTimeout, s.srv.closeGrace)
 		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
-		if err := s.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(grace)); err == nil {
+		if err := s.writeClose(msg, time.Now().Add(grace)); err == nil {
 			_ = s.ws.SetReadDeadline(time.Now().Add(grace))
 			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite() // TCP and Unix sockets; nothing more is written

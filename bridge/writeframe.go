@@ -1,0 +1,104 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// The relay -> client direction writes its binary messages itself, as one
+// unfragmented server frame: the header and the payload go out in one
+// writev straight from the relay buffer, with no copy into gorilla's write
+// buffer (which copies up to its size per message). Control frames (ping,
+// pong, close) still go through gorilla. Each is a single Write call and
+// each data frame a single writev, and the socket serialises whole calls,
+// so frames never interleave. Only the order of the close frame against
+// data matters: closeSent, under the write lock, keeps data from following
+// a close.
+
+// errCloseSent refuses a data write after the close frame.
+var errCloseSent = errors.New("bridge: close frame already sent")
+
+// directConn is the client connection when it is a plain socket that
+// writes a net.Buffers with one writev under its write lock; nil otherwise
+// (then messages go through gorilla).
+func directConn(c net.Conn) net.Conn {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return c
+	}
+	return nil
+}
+
+// writeLock orders the close frame after data. The relay reader takes it
+// for each data write; a close takes it too, but gives up at its deadline
+// (as gorilla's own write lock does), so a close waits for a stuck data
+// write at most that long. Contention is rare (only while a session ends),
+// so the close side polls instead of holding a timer or a channel per
+// session.
+type writeLock struct{ mu sync.Mutex }
+
+func (l *writeLock) lock(deadline time.Time) bool {
+	for !l.mu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+func (l *writeLock) unlock() { l.mu.Unlock() }
+
+// appendServerHeader appends the header of a final, unmasked binary frame
+// of n payload bytes (RFC 6455 section 5.2).
+func appendServerHeader(b []byte, n int) []byte {
+	b = append(b, 0x80|opBinary)
+	switch {
+	case n < 126:
+		return append(b, byte(n))
+	case n <= 0xFFFF:
+		return binary.BigEndian.AppendUint16(append(b, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 127), uint64(n))
+	}
+}
+
+// writeMessage sends p as one binary message with the write deadline.
+func (s *session) writeMessage(p []byte, deadline time.Time) error {
+	if s.direct == nil {
+		if err := s.ws.SetWriteDeadline(deadline); err != nil {
+			return err
+		}
+		return s.ws.WriteMessage(websocket.BinaryMessage, p)
+	}
+	s.wlock.mu.Lock()
+	defer s.wlock.unlock()
+	if s.closeSent {
+		return errCloseSent
+	}
+	if err := s.direct.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	s.wbufArr = [2][]byte{appendServerHeader(s.whdr[:0], len(p)), p}
+	s.wbufs = s.wbufArr[:]
+	_, err := s.wbufs.WriteTo(s.direct)
+	s.wbufArr = [2][]byte{} // hold no reference to the pooled buffer
+	return err
+}
+
+var errWriteLockTimeout = errors.New("bridge: write timed out waiting for the connection")
+
+// writeClose sends a close frame; no data frame follows it.
+func (s *session) writeClose(msg []byte, deadline time.Time) error {
+	if !s.wlock.lock(deadline) {
+		return errWriteLockTimeout
+	}
+	defer s.wlock.unlock()
+	s.closeSent = true
+	return s.ws.WriteControl(websocket.CloseMessage, msg, deadline)
+}
