@@ -67,7 +67,7 @@ func (e *env) testRelayTokenTool(t *testing.T, f front) {
 	id.tokenFile = filepath.Join(e.runDir, "tokens", peer+".tool")
 	fatalIf(t, os.MkdirAll(filepath.Dir(id.tokenFile), 0o700))
 
-	out := e.relayToken(t, "issue", "--peer", peer, "--output", id.tokenFile, "--duration", "1h")
+	out := e.relayToken(t, "issue", "--peer", peer, "--token-file", id.tokenFile, "--duration", "1h")
 	if !strings.Contains(out, "ServiceAccount "+stack.Namespace+"/"+peerSAPrefix+peer+" created") {
 		t.Errorf("first issue:\n%s", out)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
@@ -44,13 +45,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // stage passed.
 func Run(ctx context.Context, cfg *Config, w io.Writer) error {
 	res := cfg.Probe(ctx)
-	var err error
-	if cfg.output == "json" {
-		err = res.WriteJSON(w)
-	} else {
-		err = res.WriteText(w)
-	}
-	if err != nil {
+	if err := cli.WriteOutput(w, cfg.output, res, res.WriteText); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if res.OK {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestVersionFlag(t *testing.T) {
@@ -14,5 +16,24 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "wirekube-relay-probe dev (go") {
 		t.Fatalf("stdout %q", out.String())
+	}
+}
+
+// TestProbeYAML: -o yaml is the same report as JSON, parsed back here.
+func TestProbeYAML(t *testing.T) {
+	env := newTestEnv(t, true)
+	code, out, _ := runProbe(t, env.args("-o", "yaml", "--count", "1")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var res Result
+	if err := yaml.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not YAML: %v\n%s", err, out)
+	}
+	if !res.OK || res.Class != "ok" || len(res.Stages) != 6 || res.Stages[5].Name != "echo" || res.Stages[5].Status != StatusOK {
+		t.Fatalf("parsed %+v from:\n%s", res, out)
+	}
+	if strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("-o yaml printed JSON:\n%s", out)
 	}
 }

@@ -239,7 +239,7 @@ func TestProbeUsage(t *testing.T) {
 		{"both keys", []string{"--url", env.url(), "--public-key", env.keyB64, "--private-key-file", "k"}, "exactly one of"},
 		{"bad key", []string{"--url", env.url(), "--public-key", "AAAA"}, "--public-key"},
 		{"missing key file", []string{"--url", env.url(), "--private-key-file", "/nonexistent/key", "--token-file", env.tokenFile}, "--private-key-file"},
-		{"bad output", []string{"--url", env.url(), "--public-key", env.keyB64, "--output", "yaml"}, "--output"},
+		{"bad output", []string{"--url", env.url(), "--public-key", env.keyB64, "--output", "xml"}, "--output"},
 		{"bad count", []string{"--url", env.url(), "--public-key", env.keyB64, "--count", "-1"}, "--count"},
 		{"missing token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", "/nonexistent/token"}, "--token-file"},
 		{"empty token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", empty}, "--token-file"},

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/crypto/curve25519"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -62,7 +63,8 @@ type Options struct {
 	Timeout time.Duration
 	// Count is the number of echo round trips. Zero means DefaultCount (3).
 	Count int
-	// Output is "text" (default) or "json".
+	// Output is the report format of -o/--output: "text" (default), "json"
+	// or "yaml" (cli.OutputFormats, the same in every tool).
 	Output string
 
 	// lookupHost replaces DNS resolution in tests. Nil: net.DefaultResolver.
@@ -93,7 +95,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", o.InsecureSkipVerify, "do not verify the gateway certificate (dangerous: the token goes to whoever answers)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit for connecting (DNS to upgrade) and for each echo round trip")
 	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
-	fs.StringVar(&o.Output, "output", o.Output, "report format: text or json")
+	cli.AddOutputFlag(fs, &o.Output)
 }
 
 // DefaultOptions are the flag defaults.
@@ -126,8 +128,10 @@ func (o Options) Validate() error {
 	if o.Count < 0 || o.Count > MaxCount {
 		add("--count: want 1..%d, got %d", MaxCount, o.Count)
 	}
-	if o.Output != "" && o.Output != "text" && o.Output != "json" {
-		add("--output: want text or json, got %q", o.Output)
+	if o.Output != "" {
+		if err := cli.CheckOutput(o.Output); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}

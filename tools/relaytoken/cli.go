@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	clif "github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/version"
 )
@@ -15,12 +16,14 @@ import (
 const usageText = `usage: wirekube-relay-token COMMAND [flags]
 
 Commands:
-  issue   --peer NAME (--secret NAME | --output FILE|-) [--duration 1h] [--allow-missing-peer]
-  list    [--all-namespaces]
+  issue   --peer NAME (--secret NAME | --token-file FILE|-) [--duration 1h] [--allow-missing-peer]
+  list    [-A|--all-namespaces] [-o text|json|yaml]
   revoke  --peer NAME
   version (or --version) prints the version
 
-Every command takes --kubeconfig, --context and --namespace (default wirekube-system).
+Every command takes --kubeconfig, --context and -n/--namespace (default: the
+kubeconfig context's namespace, else wirekube-system). "issue --output FILE" is
+the deprecated spelling of --token-file (it warns; removed in the next release).
 Run "wirekube-relay-token COMMAND -h" for its flags.
 `
 
@@ -28,7 +31,7 @@ Run "wirekube-relay-token COMMAND -h" for its flags.
 type ClientFactory func(KubeOptions) (Clients, error)
 
 // Command is wirekube-relay-token: args exclude the program name. Reports
-// go to stdout, except with `issue --output -`, where stdout carries only
+// go to stdout, except with `issue --token-file -`, where stdout carries only
 // the token and the report goes to stderr.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return command(ctx, args, stdout, stderr, NewClients, time.Now)
@@ -72,9 +75,28 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	fs.SetOutput(c.stderr)
 	fs.StringVar(&c.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fs.StringVar(&c.kube.Context, "context", "", "kubeconfig context (default: the current context)")
-	fs.StringVar(&c.namespace, "namespace", DefaultNamespace, "namespace of the ServiceAccounts and Secrets")
-	fs.StringVar(&c.namespace, "n", DefaultNamespace, "shorthand for --namespace")
+	fs.StringVar(&c.namespace, "namespace", "", "namespace of the ServiceAccounts and Secrets (default: the kubeconfig context's, else "+DefaultNamespace+")")
+	fs.StringVar(&c.namespace, "n", "", "shorthand for --namespace")
 	return fs
+}
+
+// resolveNamespace is -n when given, else the kubeconfig context's
+// namespace, else DefaultNamespace. A namespace taken from the context is
+// said on stderr: the gateway accepts per-peer ServiceAccounts only in its
+// --peer-namespace.
+func (c *cli) resolveNamespace(cl Clients, announce bool) string {
+	switch {
+	case c.namespace != "":
+		return c.namespace
+	case cl.Namespace != "":
+		if announce {
+			fmt.Fprintf(c.stderr, "using namespace %s from the kubeconfig context (the gateway accepts per-peer ServiceAccounts only in its --peer-namespace, default %s)\n",
+				cl.Namespace, DefaultNamespace)
+		}
+		return cl.Namespace
+	default:
+		return DefaultNamespace
+	}
 }
 
 // parse parses args; flag errors are usage errors.
@@ -105,7 +127,8 @@ func (c *cli) issue(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "requested token lifetime (at least 10m; the API server may cap it)")
 	fs.StringVar(&o.Audience, "audience", contract.DefaultAudience, "token audience the gateway requires")
 	fs.StringVar(&o.Secret, "secret", "", "write the token to this Secret (key \"token\"), usable as authSecretRef")
-	fs.StringVar(&o.Output, "output", "", "write the token to this file (mode 0600), or - for stdout")
+	fs.StringVar(&o.TokenFile, "token-file", "", "write the token to this file (mode 0600), or - for stdout")
+	clif.AddDeprecatedAlias(fs, "output", "token-file", c.stderr)
 	fs.BoolVar(&o.AllowMissingPeer, "allow-missing-peer", false, "issue even if the WireKubePeer does not exist")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -118,8 +141,9 @@ func (c *cli) issue(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	o.Namespace = c.resolveNamespace(t.Clients, true)
 	report := c.stdout
-	if o.Output == "-" {
+	if o.TokenFile == "-" {
 		report = c.stderr // stdout carries the token alone
 	}
 	res, err := t.Issue(ctx, o, c.stdout)
@@ -146,22 +170,33 @@ func (c *cli) printIssued(w io.Writer, r Issued) {
 func (c *cli) list(ctx context.Context, args []string) error {
 	fs := c.flags("list")
 	all := fs.Bool("all-namespaces", false, "list managed ServiceAccounts in every namespace")
+	fs.BoolVar(all, "A", false, "shorthand for --all-namespaces")
+	output := clif.OutputText
+	clif.AddOutputFlag(fs, &output)
 	if err := c.parse(fs, args); err != nil {
 		return err
+	}
+	if err := clif.CheckOutput(output); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	if *all && c.namespace != "" {
+		return fmt.Errorf("%w: --all-namespaces and --namespace exclude each other", ErrUsage)
 	}
 	t, err := c.tool()
 	if err != nil {
 		return err
 	}
-	ns := c.namespace
-	if *all {
-		ns = ""
+	ns := ""
+	if !*all {
+		ns = c.resolveNamespace(t.Clients, false)
 	}
 	entries, err := t.List(ctx, ns)
 	if err != nil {
 		return err
 	}
-	return WriteList(c.stdout, entries, c.now())
+	return clif.WriteOutput(c.stdout, output, ListOutput{Items: entries}, func(w io.Writer) error {
+		return WriteList(w, entries, c.now())
+	})
 }
 
 func (c *cli) revoke(ctx context.Context, args []string) error {
@@ -177,7 +212,7 @@ func (c *cli) revoke(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := t.Revoke(ctx, c.namespace, *peer)
+	res, err := t.Revoke(ctx, c.resolveNamespace(t.Clients, true), *peer)
 	if err != nil {
 		return err
 	}

@@ -82,13 +82,13 @@ func (fc *fakeCluster) tokenReactor(action k8stesting.Action) (bool, runtime.Obj
 func (fc *fakeCluster) clients() Clients { return Clients{Core: fc.core.CoreV1(), Dynamic: fc.dyn} }
 
 // run runs the CLI against the fake cluster and fails the test if a token
-// shows up anywhere except stdout of `issue --output -`.
+// shows up anywhere except stdout of `issue --token-file -`.
 func (fc *fakeCluster) run(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	factory := func(KubeOptions) (Clients, error) { return fc.clients(), nil }
 	err = command(context.Background(), args, &out, &errb, factory, func() time.Time { return testNow })
-	stdoutMayHoldToken := len(args) > 0 && args[0] == "issue" && hasArgs(args, "--output", "-")
+	stdoutMayHoldToken := len(args) > 0 && args[0] == "issue" && (hasArgs(args, "--output", "-") || hasArgs(args, "--token-file", "-"))
 	check := errb.String()
 	if err != nil {
 		check += err.Error()

@@ -22,10 +22,11 @@ type IssueOptions struct {
 	Namespace string        // default DefaultNamespace
 	Duration  time.Duration // default DefaultDuration, at least MinDuration
 	Audience  string        // default contract.DefaultAudience
-	// Exactly one destination: Secret (a Secret name in Namespace) or Output
-	// (a file path, or "-" for stdout).
-	Secret string
-	Output string
+	// Exactly one destination: Secret (a Secret name in Namespace) or
+	// TokenFile (--token-file: a file path, or "-" for stdout; the
+	// deprecated --output sets it too).
+	Secret    string
+	TokenFile string
 	// AllowMissingPeer issues even when the WireKubePeer does not exist.
 	AllowMissingPeer bool
 }
@@ -38,8 +39,8 @@ func (o IssueOptions) Validate() error {
 	if o.Duration != 0 && o.Duration < MinDuration {
 		return fmt.Errorf("%w: --duration %s is shorter than the %s kube-apiserver accepts", ErrUsage, o.Duration, MinDuration)
 	}
-	if (o.Secret == "") == (o.Output == "") {
-		return fmt.Errorf("%w: exactly one of --secret NAME and --output FILE|- is required", ErrUsage)
+	if (o.Secret == "") == (o.TokenFile == "") {
+		return fmt.Errorf("%w: exactly one of --secret NAME and --token-file FILE|- is required", ErrUsage)
 	}
 	if o.Secret != "" {
 		if errs := validation.IsDNS1123Subdomain(o.Secret); len(errs) > 0 {
@@ -112,12 +113,12 @@ func (t *Tool) Issue(ctx context.Context, o IssueOptions, tokenOut io.Writer) (I
 	case o.Secret != "":
 		res.Destination = fmt.Sprintf("Secret %s/%s (key %s)", o.Namespace, o.Secret, SecretTokenKey)
 		err = t.writeSecret(ctx, o, tok, expires)
-	case o.Output == "-":
+	case o.TokenFile == "-":
 		res.Destination = "stdout"
 		_, err = io.WriteString(tokenOut, tok+"\n")
 	default:
-		res.Destination = o.Output
-		err = WriteTokenFile(o.Output, tok)
+		res.Destination = o.TokenFile
+		err = WriteTokenFile(o.TokenFile, tok)
 	}
 	return res, err
 }

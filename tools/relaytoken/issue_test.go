@@ -81,7 +81,7 @@ func TestIssueToFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := fc.run(t, "issue", "--peer", "node-a", "--output", path)
+	out, _, err := fc.run(t, "issue", "--peer", "node-a", "--token-file", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestIssueToFile(t *testing.T) {
 
 func TestWriteTokenFileFailureLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteTokenFile(filepath.Join(dir, "missing", "token"), "t"); err == nil || !strings.Contains(err.Error(), "--output") {
+	if err := WriteTokenFile(filepath.Join(dir, "missing", "token"), "t"); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("err = %v", err)
 	}
 	// The target is a directory: rename fails after the temp file was made.
@@ -125,7 +125,7 @@ func TestWriteTokenFileFailureLeavesNothing(t *testing.T) {
 
 func TestIssueToStdout(t *testing.T) {
 	fc := newFakeCluster(t, []string{"node-a"})
-	out, errOut, err := fc.run(t, "issue", "--peer", "node-a", "--output", "-")
+	out, errOut, err := fc.run(t, "issue", "--peer", "node-a", "--token-file", "-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestIssueMissingPeer(t *testing.T) {
 func TestIssueAdoptsHandMadeServiceAccount(t *testing.T) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "wirekube-relay-peer-node-a", Namespace: DefaultNamespace}}
 	fc := newFakeCluster(t, []string{"node-a"}, sa)
-	out, _, err := fc.run(t, "issue", "--peer", "node-a", "--output", filepath.Join(t.TempDir(), "t"))
+	out, _, err := fc.run(t, "issue", "--peer", "node-a", "--token-file", filepath.Join(t.TempDir(), "t"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestIssueUsage(t *testing.T) {
 		{"upper case peer", []string{"--peer", "Node_A", "--secret", "s"}, `--peer "Node_A"`},
 		{"peer too long for the ServiceAccount", []string{"--peer", long, "--secret", "s"}, "ServiceAccount name"},
 		{"no destination", []string{"--peer", "node-a"}, "exactly one of --secret"},
-		{"two destinations", []string{"--peer", "node-a", "--secret", "s", "--output", "-"}, "exactly one of --secret"},
+		{"two destinations", []string{"--peer", "node-a", "--secret", "s", "--token-file", "-"}, "exactly one of --secret"},
 		{"short duration", []string{"--peer", "node-a", "--secret", "s", "--duration", "5m"}, "--duration 5m0s"},
 		{"bad secret name", []string{"--peer", "node-a", "--secret", "Bad_Name"}, "--secret"},
 		{"bad namespace", []string{"--peer", "node-a", "--secret", "s", "-n", "a.b"}, "--namespace"},

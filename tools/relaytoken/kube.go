@@ -16,6 +16,9 @@ type Clients struct {
 	Core corev1client.CoreV1Interface
 	// Dynamic reads WireKubePeers (no typed client exists for the CRD).
 	Dynamic dynamic.Interface
+	// Namespace is the kubeconfig context's namespace; empty when the
+	// context sets none (or there is no kubeconfig).
+	Namespace string
 }
 
 // KubeOptions select the cluster the way kubectl does.
@@ -48,7 +51,25 @@ func NewClients(o KubeOptions) (Clients, error) {
 	if err != nil {
 		return Clients{}, fmt.Errorf("dynamic client: %w", err)
 	}
-	return Clients{Core: cs.CoreV1(), Dynamic: dc}, nil
+	return Clients{Core: cs.CoreV1(), Dynamic: dc, Namespace: contextNamespace(cc, o.Context)}, nil
+}
+
+// contextNamespace is the namespace the selected kubeconfig context sets,
+// or "" (kubectl would fall back to "default"; this tool falls back to
+// DefaultNamespace, where the gateway looks for per-peer accounts).
+func contextNamespace(cc clientcmd.ClientConfig, override string) string {
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return ""
+	}
+	name := raw.CurrentContext
+	if override != "" {
+		name = override
+	}
+	if ctx := raw.Contexts[name]; ctx != nil {
+		return ctx.Namespace
+	}
+	return ""
 }
 
 // apiError explains an API error: a Forbidden names the verb and resource

@@ -13,19 +13,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Entry is one managed ServiceAccount (or an orphaned managed Secret).
+// Entry is one managed ServiceAccount (or an orphaned managed Secret). The
+// json tags are the field names of `list -o json|yaml`.
 type Entry struct {
-	Namespace      string
-	ServiceAccount string // empty: the Secret's ServiceAccount is gone
-	Peer           string
-	PeerExists     string // "yes", "no" or "unknown" (not allowed to read peers)
-	Secrets        []SecretInfo
+	Namespace      string       `json:"namespace"`
+	ServiceAccount string       `json:"serviceAccount"` // empty: the Secret's ServiceAccount is gone
+	Peer           string       `json:"peer"`
+	PeerExists     string       `json:"peerExists"` // "yes", "no" or "unknown" (not allowed to read peers)
+	Secrets        []SecretInfo `json:"secrets"`
 }
 
 // SecretInfo is a managed Secret and the expiry recorded on it.
 type SecretInfo struct {
-	Name    string
-	Expires time.Time // zero when the annotation is missing or unreadable
+	Name    string    `json:"name"`
+	Expires time.Time `json:"expires"` // zero when the annotation is missing or unreadable
+}
+
+// ListOutput is the document `list -o json|yaml` prints: {"items": [...]}.
+type ListOutput struct {
+	Items []Entry `json:"items"`
 }
 
 // List returns the managed ServiceAccounts of namespace ("" for all), their

@@ -33,7 +33,7 @@ func TestList(t *testing.T) {
 		[]string{"--peer", "node-a", "--secret", "tok-a"},
 		[]string{"--peer", "node-b", "--secret", "tok-b", "--duration", "30m"},
 		[]string{"--peer", "node-c", "--secret", "tok-c", "--allow-missing-peer"},
-		[]string{"--peer", "node-d", "--output", "-"},
+		[]string{"--peer", "node-d", "--token-file", "-"},
 		[]string{"--peer", "node-a", "--secret", "tok-a", "-n", "other"},
 	)
 	entries, err := (&Tool{Clients: fc.clients()}).List(context.Background(), DefaultNamespace)

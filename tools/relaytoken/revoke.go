@@ -76,5 +76,5 @@ const revokeNotice = `New connections with this peer's tokens are refused from t
 TokenReview rejects tokens of a deleted ServiceAccount (kube-apiserver and the gateway may
 keep a positive review cached for a few seconds). A session that is already connected keeps
 running until it disconnects or reconnects, because the gateway checks the token only at the
-upgrade; restart that agent, or the gateway, to end it now. Token files written with --output
+upgrade; restart that agent, or the gateway, to end it now. Token files written with --token-file
 are not deleted, but the tokens in them no longer work.`

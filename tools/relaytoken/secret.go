@@ -56,7 +56,7 @@ func WriteTokenFile(path, tok string) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".wirekube-relay-token-*") // mode 0600
 	if err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -65,19 +65,19 @@ func WriteTokenFile(path, tok string) (err error) {
 		}
 	}()
 	if err = f.Chmod(0o600); err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	if _, err = f.WriteString(tok + "\n"); err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("--output: %w", err)
+		return fmt.Errorf("--token-file: %w", err)
 	}
 	return nil
 }
