@@ -204,7 +204,7 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 			procs: []proc{goProc("naive", nvTLS)}, idle: true, salt: 13},
 	}
 	bin := nginxBinary()
-	note := "no envoy binary on PATH: the Envoy chain is not measured"
+	note := "bridge without --revocation-addr (no extauthz here); no envoy binary on PATH: the Envoy chain is not measured"
 	switch {
 	case cfg.NoNginx:
 		return paths, stop, note + "; nginx chain skipped (NoNginx)", nil
