@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
+	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("faults", e.testFaults)
 	t.Run("8_logs_contain_no_token", e.testLogs)
 	t.Logf("suite done in %s", time.Since(start).Round(time.Millisecond))
@@ -62,6 +63,7 @@ var scenarios = []scenario{
 	{"4_register_and_frames", (*env).testRegister},
 	{"5_sessions", (*env).testSessions},
 	{"6_spoofed_identity_headers", (*env).testSpoofing},
+	{"7_revocation", (*env).testRevocation},
 	{"9_refused_by_local_verification", (*env).testLocalVerification},
 	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
 }
