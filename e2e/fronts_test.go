@@ -116,6 +116,8 @@ type frontStart struct {
 
 // frontStarts is the table of fronts.
 func (e *env) frontStarts(ctx context.Context, t *testing.T, m *frontMatrix) []frontStart {
+	traefik, err := stack.FindTraefik(ctx, e.repo, testWriter{t})
+	fatalIf(t, err)
 	caddyVersion, err := stack.CaddyVersion(ctx, "caddy")
 	fatalIf(t, err)
 	proc := func(p *stack.Proc, o stack.FrontOptions, err error) (string, []string, error) {
@@ -142,6 +144,12 @@ func (e *env) frontStarts(ctx context.Context, t *testing.T, m *frontMatrix) []f
 				p, err := stack.StartCaddy(ctx, e.procs, e.repo, dir, o)
 				return proc(p, o, err)
 			}},
+		{&frontRow{front: front{name: "traefik"}, short: "mt", runs: "traefik " + stack.TraefikVersion + " (Go module proxy), deploy/traefik/",
+			ownLogs: true},
+			func(o stack.FrontOptions, dir string) (string, []string, error) {
+				p, err := stack.StartTraefik(ctx, e.procs, e.repo, dir, traefik, o)
+				return proc(p, o, err)
+			}},
 		{&frontRow{front: front{name: "envoy-standin-grpc"}, short: "mg", grpcAuth: true, upgradeAtAuth: true, stripsFamily: true, rejectsUnderscores: true,
 			runs: "in-process Envoy stand-in, gRPC ext_authz as envoy/envoy.yaml"},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
@@ -163,8 +171,12 @@ func (e *env) rowHops(t *testing.T, m *frontMatrix, r *frontRow) stack.FrontOpti
 	if r.grpcAuth {
 		target = e.stack.ExtauthzGRPC
 	}
+	start := stack.StartHeadRecorder
+	if r.grpcAuth {
+		start = stack.StartForwarder // HTTP/2: nothing to record
+	}
 	var err error
-	r.authHop, err = stack.StartHeadRecorder(target)
+	r.authHop, err = start(target)
 	fatalIf(t, err)
 	m.closers = append(m.closers, r.authHop.Close)
 	r.bridgeHop, err = stack.StartHeadRecorder(e.stack.BridgeAddr)
@@ -229,7 +241,7 @@ func (e *env) startCutExtauthz(ctx context.Context, m *frontMatrix) (grpcAddr, h
 	for _, c := range cfg.Clusters {
 		apiHost = c.Server
 	}
-	link, err := stack.StartHeadRecorder(hostOf(apiHost))
+	link, err := stack.StartForwarder(hostOf(apiHost))
 	if err != nil {
 		return "", "", err
 	}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 type HeadRecorder struct {
 	Addr   string // listen address (host:port) to point the proxy at
 	target string
+	raw    bool // StartForwarder: never parse (TLS, HTTP/2)
 
 	ln    net.Listener
 	wg    sync.WaitGroup
@@ -35,12 +37,19 @@ type RecordedHead struct {
 }
 
 // StartHeadRecorder listens on a fresh loopback port and forwards to target.
-func StartHeadRecorder(target string) (*HeadRecorder, error) {
+func StartHeadRecorder(target string) (*HeadRecorder, error) { return startRecorder(target, false) }
+
+// StartForwarder is a HeadRecorder that records nothing: a plain loopback
+// forwarder for a protocol that is not HTTP/1.1 (a TLS link, gRPC), with
+// SetTarget to redirect or cut it.
+func StartForwarder(target string) (*HeadRecorder, error) { return startRecorder(target, true) }
+
+func startRecorder(target string, raw bool) (*HeadRecorder, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("recorder: %w", err)
 	}
-	r := &HeadRecorder{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	r := &HeadRecorder{Addr: ln.Addr().String(), target: target, raw: raw, ln: ln, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.accept() // owned: Close waits
 	return r, nil
@@ -102,21 +111,9 @@ func (r *HeadRecorder) untrack(cs ...net.Conn) {
 	}
 }
 
-// forward pipes both directions; the client-to-upstream copy is teed into
-// the head parser through a pipe that never blocks the copy for long: the
-// parser drains it until the upgrade or an error, then discards.
-// SetTarget points new connections at target and closes the current ones,
-// so a proxy's pooled connections follow too. An empty target refuses every
-// connection: a cut link.
-func (r *HeadRecorder) SetTarget(target string) {
-	r.mu.Lock()
-	r.target = target
-	for c := range r.conns {
-		c.Close()
-	}
-	r.mu.Unlock()
-}
-
+// forward pipes both directions. Client-to-upstream bytes pass through the
+// head parser first: a request head is recorded before any of its bytes are
+// forwarded, so when the client sees the answer its head is in the record.
 func (r *HeadRecorder) forward(client net.Conn) {
 	defer r.wg.Done()
 	r.mu.Lock()
@@ -133,48 +130,77 @@ func (r *HeadRecorder) forward(client net.Conn) {
 	}
 	r.track(client, up)
 	defer r.untrack(client, up)
-	pr, pw := io.Pipe()
-	parsed := make(chan struct{})
-	go func() { // owned: we wait on parsed below
-		defer close(parsed)
-		r.parse(pr)
-		io.Copy(io.Discard, pr)
-	}()
 	back := make(chan struct{})
 	go func() { // owned: we wait on back below
 		defer close(back)
 		io.Copy(client, up)
 		client.Close()
 	}()
-	io.Copy(io.MultiWriter(up, pw), client)
-	pw.Close()
+	if r.raw || r.relayHeads(client, up) == nil {
+		io.Copy(up, client) // after an upgrade or a parse error: raw bytes
+	}
 	if tc, ok := up.(*net.TCPConn); ok {
 		tc.CloseWrite()
 	}
-	<-parsed
 	<-back
 }
 
-func (r *HeadRecorder) parse(rd io.Reader) {
-	br := bufio.NewReader(rd)
+// relayHeads reads requests from client, records each head, and forwards
+// exactly the bytes read so far (raw, unchanged) before reading on. It
+// returns nil when the rest of the stream is to be copied raw (an upgrade
+// request or bytes that are no HTTP/1.1), or the error that ended it.
+func (r *HeadRecorder) relayHeads(client, up net.Conn) error {
+	var raw bytes.Buffer
+	br := bufio.NewReader(io.TeeReader(client, &raw))
+	flush := func() error {
+		_, err := up.Write(raw.Bytes())
+		raw.Reset()
+		return err
+	}
 	for {
 		req, err := http.ReadRequest(br)
 		if err != nil {
-			return
+			if flush() != nil || errors.Is(err, io.EOF) {
+				return io.EOF // the client is done, or the upstream is gone
+			}
+			return nil
 		}
-		h := req.Header.Clone()
-		if req.Host != "" {
-			h["Host"] = []string{req.Host}
+		r.record(req)
+		if err := flush(); err != nil {
+			return err
 		}
-		r.mu.Lock()
-		r.heads = append(r.heads, RecordedHead{Method: req.Method, Target: req.RequestURI, Header: h})
-		r.mu.Unlock()
 		if len(req.Header.Values("Upgrade")) > 0 {
-			return
+			return nil
 		}
-		if _, err := io.Copy(io.Discard, req.Body); err != nil && !errors.Is(err, io.EOF) {
-			return
-		}
+		_, err = io.Copy(io.Discard, req.Body)
 		req.Body.Close()
+		if ferr := flush(); ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return nil
+		}
 	}
+}
+
+func (r *HeadRecorder) record(req *http.Request) {
+	h := req.Header.Clone()
+	if req.Host != "" {
+		h["Host"] = []string{req.Host}
+	}
+	r.mu.Lock()
+	r.heads = append(r.heads, RecordedHead{Method: req.Method, Target: req.RequestURI, Header: h})
+	r.mu.Unlock()
+}
+
+// SetTarget points new connections at target and closes the current ones,
+// so a proxy's pooled connections follow too. An empty target refuses every
+// connection: a cut link.
+func (r *HeadRecorder) SetTarget(target string) {
+	r.mu.Lock()
+	r.target = target
+	for c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
 }
