@@ -172,6 +172,8 @@ func (e *env) startGateway(ctx context.Context, bins map[string]string, rep *Rep
 	gw, err := stack.StartStack(ctx, e.procs, stack.StackOptions{
 		RepoRoot: e.opts.RepoRoot, Dir: e.state.join("stack"), Bins: bins,
 		ExtauthzKubeconfig: e.cluster.AdminKubeconfig,
+		ExtauthzArgs:       []string{"--log-level=" + e.opts.LogLevel},
+		BridgeArgs:         []string{"--log-level=" + e.opts.LogLevel},
 	})
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/stack"
 )
 
@@ -43,6 +44,9 @@ type Options struct {
 	// InstallNginx allows `apt-get install nginx` when no nginx is found
 	// (as root only). Default true through the flag.
 	InstallNginx bool
+	// LogLevel is passed to wirekube-extauthz and wirekube-bridge as
+	// --log-level (debug, info, warn, error). Default info.
+	LogLevel string
 	// Progress receives one line per thing started or built. Default
 	// io.Discard.
 	Progress io.Writer
@@ -55,11 +59,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.TrafficDuration, "traffic-duration", o.TrafficDuration, "how long the two agents stream both ways (max 60s)")
 	fs.IntVar(&o.RoundTrips, "round-trips", o.RoundTrips, "a->b->a round trips timed for p50/p99")
 	fs.BoolVar(&o.InstallNginx, "install-nginx", o.InstallNginx, "apt-get install nginx when it is missing (root only)")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level of the extauthz and bridge it starts: debug, info, warn or error")
 }
 
 // DefaultOptions are the documented defaults.
 func DefaultOptions() Options {
-	return Options{TrafficDuration: 3 * time.Second, RoundTrips: 200, InstallNginx: true}
+	return Options{TrafficDuration: 3 * time.Second, RoundTrips: 200, InstallNginx: true, LogLevel: logging.DefaultLevel}
 }
 
 // maxTraffic bounds the load a demo puts on a shared machine.
@@ -73,6 +78,11 @@ func (o *Options) Validate() error {
 	}
 	if o.RoundTrips < 0 || o.RoundTrips > 100000 {
 		errs = append(errs, fmt.Errorf("--round-trips %d: want 0 (default 200) up to 100000", o.RoundTrips))
+	}
+	if o.LogLevel != "" {
+		if _, err := logging.ParseLevel(o.LogLevel); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -103,6 +113,9 @@ func (o *Options) fill() error {
 	}
 	if o.RoundTrips == 0 {
 		o.RoundTrips = d.RoundTrips
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = d.LogLevel
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

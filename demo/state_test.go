@@ -21,6 +21,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative traffic", Options{TrafficDuration: -time.Second}, "--traffic-duration"},
 		{"traffic over a minute", Options{TrafficDuration: 61 * time.Second}, "--traffic-duration"},
 		{"too many round trips", Options{RoundTrips: 100001}, "--round-trips"},
+		{"bad log level", Options{LogLevel: "loud"}, "--log-level"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
@@ -37,6 +38,13 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	level := o.LogLevel
+	if level == "" {
+		level = logging.DefaultLevel
+	}
+	if cfg.log, err = logging.New(stderr, "text", level); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
 	return Run(ctx, cfg, stdout)
 }
 
@@ -45,6 +53,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // stage passed.
 func Run(ctx context.Context, cfg *Config, w io.Writer) error {
 	res := cfg.Probe(ctx)
+	if cfg.log != nil {
+		for _, s := range res.Stages {
+			cfg.log.Debug("stage", "name", s.Name, "status", s.Status, "duration_ms", s.DurationMS, "detail", s.Detail)
+		}
+	}
 	if err := cli.WriteOutput(w, cfg.output, res, res.WriteText); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

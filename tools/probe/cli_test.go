@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
 func TestVersionFlag(t *testing.T) {
@@ -35,5 +37,20 @@ func TestProbeYAML(t *testing.T) {
 	}
 	if strings.HasPrefix(strings.TrimSpace(out), "{") {
 		t.Errorf("-o yaml printed JSON:\n%s", out)
+	}
+}
+
+// TestProbeLogLevel: --log-level=debug adds one stderr line per stage; the
+// default (info) prints none; a bad level is a usage error naming the flag.
+func TestProbeLogLevel(t *testing.T) {
+	env := newTestEnv(t, false)
+	_, _, errOut := runProbe(t, env.args("--count", "1", "--log-level", "debug")...)
+	testutil.Contains(t, errOut, "level=DEBUG msg=stage name=tcp status=ok", "name=echo status=ok")
+	if _, _, errOut := runProbe(t, env.args("--count", "1")...); strings.Contains(errOut, "msg=stage") {
+		t.Errorf("info level printed stage lines:\n%s", errOut)
+	}
+	err := Command(context.Background(), env.args("--log-level", "loud"), io.Discard, io.Discard)
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("bad level: exit %d, %v", ExitCode(err), err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -67,6 +69,10 @@ type Options struct {
 	// or "yaml" (cli.OutputFormats, the same in every tool).
 	Output string
 
+	// LogLevel of the diagnostic lines on stderr (--log-level): debug adds
+	// one line per stage; the report itself goes to stdout. Default info.
+	LogLevel string
+
 	// lookupHost replaces DNS resolution in tests. Nil: net.DefaultResolver.
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
@@ -82,6 +88,7 @@ type Config struct {
 	count      int
 	output     string
 	lookupHost func(ctx context.Context, host string) ([]string, error)
+	log        *slog.Logger // diagnostics (Command sets it); nil: none
 }
 
 // AddFlags registers one flag per option on fs, with o's values as
@@ -96,11 +103,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit for connecting (DNS to upgrade) and for each echo round trip")
 	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
 	cli.AddOutputFlag(fs, &o.Output)
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "level of the diagnostic lines on stderr (debug: one per stage): debug, info, warn or error")
 }
 
 // DefaultOptions are the flag defaults.
 func DefaultOptions() Options {
-	return Options{TokenFile: contract.AgentTokenPath, Timeout: DefaultTimeout, Count: DefaultCount, Output: "text"}
+	return Options{TokenFile: contract.AgentTokenPath, Timeout: DefaultTimeout, Count: DefaultCount, Output: "text", LogLevel: logging.DefaultLevel}
 }
 
 // Validate reports every invalid flag (joined), each error naming its flag,
@@ -130,6 +138,11 @@ func (o Options) Validate() error {
 	}
 	if o.Output != "" {
 		if err := cli.CheckOutput(o.Output); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.LogLevel != "" {
+		if _, err := logging.ParseLevel(o.LogLevel); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	clif "github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
@@ -67,6 +68,7 @@ type cli struct {
 	now            func() time.Time
 	kube           KubeOptions
 	namespace      string
+	logLevel       string
 }
 
 // flags returns a flag set with the kubectl-like flags every command has.
@@ -77,6 +79,7 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.kube.Context, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&c.namespace, "namespace", "", "namespace of the ServiceAccounts and Secrets (default: the kubeconfig context's, else "+DefaultNamespace+")")
 	fs.StringVar(&c.namespace, "n", "", "shorthand for --namespace")
+	fs.StringVar(&c.logLevel, "log-level", logging.DefaultLevel, "level of the diagnostic lines on stderr (debug: the kubeconfig context and namespace used): debug, info, warn or error")
 	return fs
 }
 
@@ -104,6 +107,9 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
+	if _, err := logging.ParseLevel(c.logLevel); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (every input is a flag)", ErrUsage, fs.Arg(0))
 	}
@@ -116,6 +122,10 @@ func (c *cli) tool() (*Tool, error) {
 	cl, err := c.newClients(c.kube)
 	if err != nil {
 		return nil, err
+	}
+	if log, err := logging.New(c.stderr, "text", c.logLevel); err == nil {
+		log.Debug("clients ready", "kubeconfig", c.kube.Kubeconfig, "context", c.kube.Context,
+			"context_namespace", cl.Namespace, "namespace_flag", c.namespace)
 	}
 	return &Tool{Clients: cl}, nil
 }

@@ -153,3 +153,17 @@ contexts:
 		})
 	}
 }
+
+func TestLogLevel(t *testing.T) {
+	fc := newFakeCluster(t, nil)
+	_, errOut, err := fc.run(t, "list", "--log-level", "debug", "-n", "ns1")
+	if err != nil || !strings.Contains(errOut, "level=DEBUG msg=\"clients ready\"") || !strings.Contains(errOut, "namespace_flag=ns1") {
+		t.Errorf("debug: %v\n%s", err, errOut)
+	}
+	if _, errOut, _ := fc.run(t, "list"); strings.Contains(errOut, "clients ready") {
+		t.Errorf("info printed debug lines: %s", errOut)
+	}
+	if _, _, err := fc.run(t, "list", "--log-level", "loud"); ExitCode(err) != 2 || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("bad level: %v", err)
+	}
+}
