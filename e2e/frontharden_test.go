@@ -25,6 +25,7 @@ func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
 			"X_WireKube_Peer":       {victimPeer},
 			"X_WIREKUBE_PUBLIC_KEY": {victimKey},
 			"x_wirekube_identity":   {"spoofed"},
+			"X_WireKube_Binding":    {"spoofed"},
 		}
 	}
 	return http.Header{
@@ -45,7 +46,7 @@ func wireKubeFamily(name string) bool {
 	return contract.IsWireKubeHeader(strings.ReplaceAll(name, "_", "-"))
 }
 
-// contractHeader reports whether name is one of the contract's five
+// contractHeader reports whether name is one of the contract's six
 // X-WireKube-* names in any spelling (case, underscores).
 func contractHeader(name string) bool {
 	n := strings.ReplaceAll(name, "_", "-")
