@@ -110,11 +110,12 @@ func TestRejudgeConfig(t *testing.T) {
 
 // watchClient is the bridge end of a real gRPC Watch stream.
 type watchClient struct {
-	t      *testing.T
+	t      testing.TB
 	stream grpc.ClientStream
+	hub    *WatchHub
 }
 
-func startWatch(t *testing.T, e *env) *watchClient {
+func startWatch(t testing.TB, e *env) *watchClient {
 	t.Helper()
 	hub, err := NewWatchHub(e.authz, prometheus.NewRegistry(), slog.New(slog.NewJSONHandler(suiteLog, nil)))
 	must(t, err)
@@ -139,7 +140,7 @@ func startWatch(t *testing.T, e *env) *watchClient {
 		gs.Stop()
 		<-served
 	})
-	return &watchClient{t: t, stream: stream}
+	return &watchClient{t: t, stream: stream, hub: hub}
 }
 
 func (c *watchClient) send(ops ...revocation.Op) {
