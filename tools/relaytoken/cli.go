@@ -9,7 +9,6 @@ import (
 	"time"
 
 	clif "github.com/wirekube/relay-ws/internal/cli"
-	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/version"
 )
@@ -133,13 +132,7 @@ func (c *cli) tool() (*Tool, error) {
 func (c *cli) issue(ctx context.Context, args []string) error {
 	var o IssueOptions
 	fs := c.flags("issue")
-	fs.StringVar(&o.Peer, "peer", "", "WireKubePeer name (required)")
-	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "requested token lifetime (at least 10m; the API server may cap it)")
-	fs.StringVar(&o.Audience, "audience", contract.DefaultAudience, "token audience the gateway requires")
-	fs.StringVar(&o.Secret, "secret", "", "write the token to this Secret (key \"token\"), usable as authSecretRef")
-	fs.StringVar(&o.TokenFile, "token-file", "", "write the token to this file (mode 0600), or - for stdout")
-	clif.AddDeprecatedAlias(fs, "output", "token-file", c.stderr)
-	fs.BoolVar(&o.AllowMissingPeer, "allow-missing-peer", false, "issue even if the WireKubePeer does not exist")
+	o.AddFlags(fs, c.stderr)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

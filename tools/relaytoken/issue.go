@@ -2,6 +2,8 @@ package relaytoken
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	clif "github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -31,31 +34,48 @@ type IssueOptions struct {
 	AllowMissingPeer bool
 }
 
-// Validate checks the options; every error names its flag.
+// AddFlags registers the flags of `issue` on fs (the kubectl-like ones
+// come from the command); --output is the deprecated spelling of
+// --token-file and warns on stderr.
+func (o *IssueOptions) AddFlags(fs *flag.FlagSet, stderr io.Writer) {
+	fs.StringVar(&o.Peer, "peer", o.Peer, "WireKubePeer name (required)")
+	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "requested token lifetime (at least 10m; the API server may cap it)")
+	fs.StringVar(&o.Audience, "audience", contract.DefaultAudience, "token audience the gateway requires")
+	fs.StringVar(&o.Secret, "secret", o.Secret, "write the token to this Secret (key \"token\"), usable as authSecretRef")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "write the token to this file (mode 0600), or - for stdout")
+	clif.AddDeprecatedAlias(fs, "output", "token-file", stderr)
+	fs.BoolVar(&o.AllowMissingPeer, "allow-missing-peer", o.AllowMissingPeer, "issue even if the WireKubePeer does not exist")
+}
+
+// Validate reports every invalid option (errors.Join), each naming its
+// flag.
 func (o IssueOptions) Validate() error {
+	var errs []error
 	if err := ValidatePeer(o.Peer); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if o.Duration != 0 && o.Duration < MinDuration {
-		return fmt.Errorf("%w: --duration %s is shorter than the %s kube-apiserver accepts", ErrUsage, o.Duration, MinDuration)
+		errs = append(errs, fmt.Errorf("%w: --duration %s is shorter than the %s kube-apiserver accepts", ErrUsage, o.Duration, MinDuration))
 	}
 	if (o.Secret == "") == (o.TokenFile == "") {
-		return fmt.Errorf("%w: exactly one of --secret NAME and --token-file FILE|- is required", ErrUsage)
+		errs = append(errs, fmt.Errorf("%w: exactly one of --secret NAME and --token-file FILE|- is required", ErrUsage))
 	}
 	if o.Secret != "" {
-		if errs := validation.IsDNS1123Subdomain(o.Secret); len(errs) > 0 {
-			return fmt.Errorf("%w: --secret %q: %s", ErrUsage, o.Secret, strings.Join(errs, "; "))
+		if e := validation.IsDNS1123Subdomain(o.Secret); len(e) > 0 {
+			errs = append(errs, fmt.Errorf("%w: --secret %q: %s", ErrUsage, o.Secret, strings.Join(e, "; ")))
 		}
 	}
 	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return fmt.Errorf("%w: --namespace %q: %s", ErrUsage, o.Namespace, strings.Join(errs, "; "))
+		if e := validation.IsDNS1123Label(o.Namespace); len(e) > 0 {
+			errs = append(errs, fmt.Errorf("%w: --namespace %q: %s", ErrUsage, o.Namespace, strings.Join(e, "; ")))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func (o IssueOptions) complete() (IssueOptions, error) {
+// Complete validates o (the same errors as Validate) and fills in the
+// defaults; Issue runs it once.
+func (o IssueOptions) Complete() (IssueOptions, error) {
 	if err := o.Validate(); err != nil {
 		return o, err
 	}
@@ -93,7 +113,7 @@ type Tool struct {
 // writes it to the chosen destination: a Secret, a 0600 file, or stdout
 // (the writer tokenOut). The token goes nowhere else.
 func (t *Tool) Issue(ctx context.Context, o IssueOptions, tokenOut io.Writer) (Issued, error) {
-	o, err := o.complete()
+	o, err := o.Complete()
 	if err != nil {
 		return Issued{}, err
 	}

@@ -273,3 +273,16 @@ func TestIssueReportsServerChosenLifetime(t *testing.T) {
 		t.Errorf("expiry annotation %q", got)
 	}
 }
+
+// TestIssueValidateReportsEveryProblem: one run names every bad flag.
+func TestIssueValidateReportsEveryProblem(t *testing.T) {
+	err := IssueOptions{Peer: "Bad_Peer", Duration: time.Minute, Secret: "a_b", Namespace: "x.y"}.Validate()
+	for _, f := range []string{"Bad_Peer", "--duration", "--secret", "--namespace"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("Validate() = %v, want it to name %s", err, f)
+		}
+	}
+	if ExitCode(err) != 2 {
+		t.Errorf("exit %d, want 2 (usage)", ExitCode(err))
+	}
+}
