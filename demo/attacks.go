@@ -22,8 +22,9 @@ const revocationWindow = 9 * time.Second
 type attackFunc func(ctx context.Context) (Outcome, string)
 
 // cast names the nodes of the attacks: a and b are the live agents, c the
-// attacker's node (its Pod is deleted by the last attack).
-type cast struct{ a, b, c *node }
+// attacker's node (its Pod is deleted by the deleted-Pod attack), d a node
+// whose Pod is deleted while its session is live.
+type cast struct{ a, b, c, d *node }
 
 // runAttacks runs every attack of the table in order.
 func (e *env) runAttacks(ctx context.Context, n cast) []AttackResult {
@@ -35,6 +36,7 @@ func (e *env) runAttacks(ctx context.Context, n cast) []AttackResult {
 		AttackWrongAudience: func(ctx context.Context) (Outcome, string) { return e.wrongAudience(ctx, n.a) },
 		AttackTokenInURL:    func(ctx context.Context) (Outcome, string) { return e.tokenInURL(ctx, n.a) },
 		AttackDeletedPod:    func(ctx context.Context) (Outcome, string) { return e.deletedPod(ctx, n.c) },
+		AttackDeletedLive:   func(ctx context.Context) (Outcome, string) { return e.deletedWhileConnected(ctx, n.d) },
 	}
 	var out []AttackResult
 	for _, at := range Attacks() {
@@ -114,6 +116,30 @@ func (e *env) deletedPod(ctx context.Context, c *node) (Outcome, string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return got, fmt.Sprintf("%s after the deletion", roundDuration(time.Since(deleted)))
+}
+
+// deletedWhileConnected: node-d's session is live when its Pod is
+// force-deleted. The gateway must close the session itself (1008
+// pod_not_found, docs/revocation.md), not wait for the agent to reconnect.
+func (e *env) deletedWhileConnected(ctx context.Context, d *node) (Outcome, string) {
+	conn, err := e.connect(ctx, d)
+	if err != nil {
+		return Outcome{Kind: KindError, Reason: "node-d could not connect: " + err.Error()}, ""
+	}
+	defer conn.Close()
+	deleted := time.Now()
+	if err := e.cluster.DeletePodNow(ctx, stack.Namespace, d.pod.Name); err != nil {
+		return Outcome{Kind: KindError, Reason: err.Error()}, ""
+	}
+	ce, err := conn.WaitClose(revocationWindow)
+	took := roundDuration(time.Since(deleted))
+	if ce != nil {
+		return outcomeOf(ce), fmt.Sprintf("closed %s after the delete", took)
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return Outcome{Kind: KindOpen}, fmt.Sprintf("still open %s after the delete", took)
+	}
+	return outcomeOf(err), ""
 }
 
 // attackToken issues a token for an attack and keeps it in

@@ -129,10 +129,10 @@ func (e *env) demo(ctx context.Context, rep *Report) error {
 // attacks adds the attacker's node, runs the attacks and checks that the
 // live sessions of node-a and node-b were not disturbed.
 func (e *env) attacks(ctx context.Context, rep *Report, ca, cb *testagent.Conn, n *cast) {
-	err := rep.run(e.opts.Progress, "attacker's node (node-c)", func() (d string, err error) {
-		nodes, d, err := e.addNodes(ctx, &rep.Where, "node-c")
+	err := rep.run(e.opts.Progress, "attacker's nodes (node-c, node-d)", func() (d string, err error) {
+		nodes, d, err := e.addNodes(ctx, &rep.Where, "node-c", "node-d")
 		if err == nil {
-			n.c = nodes[0]
+			n.c, n.d = nodes[0], nodes[1]
 		}
 		return d, err
 	})

@@ -91,6 +91,7 @@ const (
 	AttackWrongAudience = "wrong audience"
 	AttackTokenInURL    = "token in the URL"
 	AttackDeletedPod    = "deleted Pod"
+	AttackDeletedLive   = "Pod deleted while connected"
 )
 
 // Attacks is the expectation table. Wrong audience: kube-apiserver's
@@ -105,5 +106,6 @@ func Attacks() []Attack {
 		{AttackWrongAudience, "node-a's Pod-bound token issued for the API server audience", Refused(contract.ReasonAudienceMismatch)},
 		{AttackTokenInURL, "valid header, and a token in ?access_token=", Refused(contract.ReasonTokenInURL)},
 		{AttackDeletedPod, "node-c's token after its Pod was force-deleted", Refused(contract.ReasonPodNotFound)},
+		{AttackDeletedLive, "node-d's live session when its Pod is force-deleted", Closed(websocket.ClosePolicyViolation, contract.ReasonPodNotFound)},
 	}
 }

@@ -43,9 +43,9 @@ func TestReportText(t *testing.T) {
 			ok:   true,
 			want: []string{
 				"✓ etcd and kube-apiserver running (4.2s): https://127.0.0.1:6443",
-				"✓  another node's key  close 1008 register_key_mismatch  close 1008 register_key_mismatch",
-				"✓  no token            HTTP 401 token_missing",
-				"✓  deleted Pod         HTTP 403 pod_not_found",
+				"✓  another node's key           close 1008 register_key_mismatch  close 1008 register_key_mismatch",
+				"✓  no token                     HTTP 401 token_missing",
+				"✓  deleted Pod                  HTTP 403 pod_not_found",
 				"throughput  25.0 MB/s over 2s (a->b 30.0 MB in 900 frames, b->a 20.0 MB in 600 frames)",
 				"round trip  p50 412µs, p99 2.345ms (200 round trips a->b->a)",
 				"extauthz metrics  http://127.0.0.1:9103/metrics",
@@ -64,7 +64,7 @@ func TestReportText(t *testing.T) {
 			mutate: func(r *Report) {
 				r.Attacks[1].Got = Outcome{Kind: KindOpen}
 			},
-			want: []string{"✗  no token            HTTP 401 token_missing            session stayed open", "Result: ✗"},
+			want: []string{"✗  no token                     HTTP 401 token_missing            session stayed open", "Result: ✗"},
 		},
 		{
 			name:    "no traffic measured",
@@ -115,8 +115,9 @@ func TestAttackTable(t *testing.T) {
 		AttackWrongAudience: {KindHTTP, 401, "audience_mismatch"},
 		AttackTokenInURL:    {KindHTTP, 400, "token_in_url"},
 		AttackDeletedPod:    {KindHTTP, 403, "pod_not_found"},
+		AttackDeletedLive:   {KindClose, websocket.ClosePolicyViolation, "pod_not_found"},
 	}
-	order := []string{AttackOtherNodesKey, AttackNoToken, AttackWrongAudience, AttackTokenInURL, AttackDeletedPod}
+	order := []string{AttackOtherNodesKey, AttackNoToken, AttackWrongAudience, AttackTokenInURL, AttackDeletedPod, AttackDeletedLive}
 	got := Attacks()
 	if len(got) != len(order) {
 		t.Fatalf("%d attacks, want %d", len(got), len(order))

@@ -71,6 +71,10 @@ func WriteUpInstructions(w io.Writer, rep *Report, probe string) error {
 	fmt.Fprintf(&b, "Look at the cluster:\n  KUBECONFIG=%s kubectl get wkpeer\n", wh.Kubeconfig)
 	fmt.Fprintf(&b, "  KUBECONFIG=%s kubectl -n wirekube-system create token wirekube-agent \\\n"+
 		"    --audience=wirekube-relay --bound-object-kind=Pod --bound-object-name=agent-node-a > %s\n\n", wh.Kubeconfig, tokenA)
+	fmt.Fprintf(&b, "Revoke a live session: while a client is connected as node-b (its files are beside node-a's),\n"+
+		"  delete its Pod; the gateway closes the session at once with 1008 pod_not_found (docs/revocation.md),\n"+
+		"  the bridge log says close_reason pod_not_found and wirekube_bridge_revocation_lag_seconds has the lag:\n"+
+		"  KUBECONFIG=%s kubectl -n wirekube-system delete pod agent-node-b --grace-period=0 --force\n\n", wh.Kubeconfig)
 	fmt.Fprintf(&b, "Talk to the front with curl:\n  curl --cacert %s %s/healthz\n", wh.CAFile, wh.HTTPSBase)
 	fmt.Fprintf(&b, "  curl -i --cacert %s %s/relay    # no token: 401, X-WireKube-Deny-Reason: token_missing\n\n", wh.CAFile, wh.HTTPSBase)
 	fmt.Fprintf(&b, "Metrics: %s  %s\nLogs: %s\n", wh.ExtauthzMetrics, wh.BridgeMetrics, wh.LogDir)
