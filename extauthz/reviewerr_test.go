@@ -91,15 +91,17 @@ func TestReviewFailuresCountedAndLogged(t *testing.T) {
 	}
 }
 
-// ctxReviews is a TokenReview API that answers only when the call's context
-// ends, with its error, as client-go does for a request that never returns.
-type ctxReviews struct{ started chan struct{} }
+// ctxReviews is a TokenReview API that fails a call with its context's
+// error once that context has ended and the test released it (so the
+// caller's own deadline has fired first, as with a slow API).
+type ctxReviews struct{ started, release chan struct{} }
 
 func (c ctxReviews) TokenReviews() authnv1client.TokenReviewInterface { return c }
 
 func (c ctxReviews) Create(ctx context.Context, _ *authnv1.TokenReview, _ metav1.CreateOptions) (*authnv1.TokenReview, error) {
 	c.started <- struct{}{}
 	<-ctx.Done()
+	<-c.release
 	return nil, ctx.Err()
 }
 
@@ -112,7 +114,7 @@ func TestCanceledVsDeadline(t *testing.T) {
 	o.CheckTimeout, o.MaxReviewWait = 300*time.Millisecond, 300*time.Millisecond
 	cfg, err := o.Complete()
 	must(t, err)
-	api := ctxReviews{started: make(chan struct{}, 2)}
+	api := ctxReviews{started: make(chan struct{}, 2), release: make(chan struct{})}
 	authz, err := NewAuthorizer(cfg, Deps{Reviews: api, Objects: e.in, Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewJSONHandler(suiteLog, nil)), Now: e.clock.Now, Keys: e.disc.fetch})
 	must(t, err)
@@ -134,14 +136,13 @@ func TestCanceledVsDeadline(t *testing.T) {
 	if n := promtest.ToFloat64(authz.metrics.checks.WithLabelValues("grpc", "deny", "canceled")); n != 1 {
 		t.Errorf("checks_total{reason=canceled} = %v, want 1", n)
 	}
-	// The shared call outlives the caller who hung up (others may wait on
-	// it) until the check deadline: then it is a timeout.
-	testutil.Eventually(t, "the abandoned call to time out", func() bool { return failures(reviewFailTimeout) == 1 })
-
 	// Nobody hangs up: the call outlives --check-timeout.
 	wantReason(t, authz.Decide(context.Background(), requestFromCheck(relayCheck(e.answer(static(podBound())), nil))),
 		contract.ReasonReviewUnavailable)
-	testutil.Eventually(t, "the timed-out call to be counted", func() bool { return failures(reviewFailTimeout) == 2 })
+	close(api.release)
+	// Both calls failed with their deadline: the shared call outlived the
+	// caller who hung up (others could have waited on it), then timed out.
+	testutil.Eventually(t, "the timed-out calls to be counted", func() bool { return failures(reviewFailTimeout) == 2 })
 	if n := failures(reviewFailCanceled); n != 1 {
 		t.Errorf("failures{canceled} = %v after a timeout, want still 1", n)
 	}
