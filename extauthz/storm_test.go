@@ -56,7 +56,6 @@ type stormResult struct {
 	admitted      int
 	refusedByCode map[string]int
 	p50, p99      time.Duration
-	offline       float64
 }
 
 // BenchmarkAttackStorm is issue 11's attack: distinct forged tokens from
