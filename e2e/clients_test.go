@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/internal/stack"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -95,6 +96,7 @@ func (e *env) runClientCase(t *testing.T, cl wsClient, target, caFile string, c 
 			contract.HeaderPeer: id.peer, contract.HeaderPublicKey: id.key.Base64(),
 			contract.HeaderIdentity:     "system:serviceaccount:" + stack.Namespace + ":" + agentSA,
 			contract.HeaderTokenExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+			contract.HeaderBinding:      e.bindingOf(t, id),
 		}
 	case "nginx":
 		plan["url"] = "wss://" + e.stack.NginxAddr + "/relay"
@@ -246,4 +248,20 @@ func pythonWebsockets(t *testing.T) wsClient {
 	return wsClient{name: "python-websockets", cmd: func(plan string) *exec.Cmd {
 		return exec.Command(py, script, plan)
 	}}
+}
+
+// bindingOf is the X-WireKube-Binding extauthz would set for the Pod-bound
+// agent id (it re-judges it against its informers, so every field is real).
+func (e *env) bindingOf(t *testing.T, id identity) string {
+	t.Helper()
+	ctx := context.Background()
+	sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(ctx, agentSA, metaGet)
+	fatalIf(t, err)
+	node, err := e.cluster.Client.CoreV1().Nodes().Get(ctx, id.peer, metaGet)
+	fatalIf(t, err)
+	return revocation.Binding{
+		Identity: "system:serviceaccount:" + stack.Namespace + ":" + agentSA, SAUID: string(sa.UID),
+		PodName: id.pod.Name, PodUID: string(id.pod.UID), NodeName: node.Name, NodeUID: string(node.UID),
+		Peer: id.peer, KeySHA256: revocation.KeyHash(id.key[:]),
+	}.Format()
 }
