@@ -24,21 +24,37 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, reason, err)
 		return
 	}
-	if reason := s.acquire(); reason != "" {
+	ticket, reason := s.admitPeer(w, id)
+	if reason != "" {
 		s.deny(w, r, reason, nil)
 		return
 	}
-	relay, err := s.dialRelay(r.Context())
-	if err != nil {
-		s.releaseSlot()
-		s.deny(w, r, contract.ReasonRelayUnavailable, err)
+	relay, reason, err := s.connectRelay(r.Context()) // may hold (hold.go)
+	if reason != "" {
+		ticket.release()
+		s.deny(w, r, reason, err)
 		return
 	}
-	ws, err := s.upgrader.Upgrade(w, r, nil)
+	upgrader := &s.upgrader
+	probe := isProbe(r)
+	if probe {
+		upgrader = &s.probeUpgrader
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		// The upgrader has answered through upgradeError.
 		_ = relay.Close()
 		s.releaseSlot()
+		ticket.release()
+		return
+	}
+	if probe {
+		_ = relay.Close() // reached, and never written to (probemode.go)
+		go func() {
+			defer s.releaseSlot()
+			defer ticket.release()
+			s.serveProbe(ws, id, r.RemoteAddr)
+		}()
 		return
 	}
 	// The session gets its own goroutine so that this handler returns and
@@ -47,7 +63,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	// The slot taken above accounts for it: Drain waits for every slot.
 	go func() {
 		defer s.releaseSlot()
-		s.serveSession(ws, relay, id, r.RemoteAddr)
+		s.serveSession(ws, relay, id, r.RemoteAddr, ticket)
 	}()
 }
 
@@ -73,7 +89,8 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	if !s.originAllowed(r) {
 		return peerIdentity{}, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
 	}
-	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) {
+	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) &&
+		!slices.Contains(offered, contract.SubprotocolProbe) {
 		return peerIdentity{}, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
 	}
 	return id, "", nil
@@ -115,6 +132,10 @@ func writeDeny(w http.ResponseWriter, reason contract.Reason) {
 	h.Set("Cache-Control", "no-store")
 	if reason == contract.ReasonMethodNotAllowed {
 		h.Set("Allow", http.MethodGet)
+	}
+	if st := reason.HTTPStatus(); (st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests) &&
+		h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1") // the agent ignores it; other clients may not
 	}
 	w.WriteHeader(reason.HTTPStatus())
 	_, _ = fmt.Fprintln(w, reason)

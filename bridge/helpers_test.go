@@ -38,6 +38,7 @@ type harness struct {
 	logs  *testutil.SyncBuffer
 	url   string // ws://127.0.0.1:port/relay
 	base  string // http://127.0.0.1:port
+	admin string // http://127.0.0.1:port of the metrics listener
 	relay *refrelay.Server
 	stop  func() // cancels Run and waits for it (also at cleanup)
 }
@@ -59,6 +60,11 @@ func testOptions(relayAddr string) Options {
 	o.WriteTimeout = 2 * time.Second
 	o.DrainTimeout = 2 * time.Second
 	o.RevocationAddr = "" // revocation_test.go runs the stream against its own fake
+	// Off unless a test is about them (hold_test.go, peerlimit_test.go):
+	// the other tests open many sessions of one peer and expect
+	// relay_unavailable at once.
+	o.RelayWait = 0
+	o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 1000, 1000
 	return o
 }
 
@@ -86,9 +92,14 @@ func startBridge(t *testing.T, mod func(*Options)) *harness {
 	}
 	h.base = "http://" + ln.Addr().String()
 	h.url = "ws://" + ln.Addr().String() + o.Path
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.admin = "http://" + adminLn.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln, nil) }()
+	go func() { done <- srv.Run(ctx, ln, adminLn) }()
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {

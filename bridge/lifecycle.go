@@ -71,9 +71,21 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 	case <-ctx.Done():
 	case serveErr = <-errc: // a listener failed: drain and report it
 	}
+	// The main listener closes first, so a front with another bridge retries
+	// there (nginx proxy_next_upstream, Envoy retry_on connect-failure); see
+	// docs/bridge.md "Drain". Requests already in (held ones are answered
+	// 503 draining at once) finish; /readyz on the metrics listener fails.
+	s.beginDrain()
+	refused := make(chan struct{})
+	go func() { // owned: received below
+		defer close(refused)
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+		defer cancel()
+		_ = servers[0].Shutdown(sctx)
+	}()
 	s.Drain()
-	// The listeners stayed open during the drain to answer 503 draining and
-	// a failing /readyz; now close them. Hijacked conns are ours, not theirs.
+	<-refused
+	// Hijacked conns are ours, not the servers'.
 	for _, srv := range servers {
 		_ = srv.Close()
 	}
@@ -103,8 +115,8 @@ func boolInt(b bool) int {
 func (s *Server) Drain() {
 	deadline := time.NewTimer(s.cfg.DrainTimeout)
 	defer deadline.Stop()
+	s.beginDrain()
 	s.mu.Lock()
-	s.draining = true
 	open := make([]*session, 0, len(s.sessions))
 	for sess := range s.sessions {
 		open = append(open, sess)
@@ -136,6 +148,15 @@ func (s *Server) Drain() {
 	case <-deadline.C:
 		s.cut()
 	}
+}
+
+// beginDrain makes /readyz fail and new upgrades get 503 draining, and
+// answers the upgrades held for the relay (hold.go) at once.
+func (s *Server) beginDrain() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.hold.stop()
 }
 
 // idleLocked returns a channel closed when no request is admitted.

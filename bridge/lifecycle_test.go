@@ -20,8 +20,9 @@ import (
 	"github.com/wirekube/relay-ws/internal/testutil"
 )
 
-// TestDrain: /readyz fails at once, new upgrades get 503 draining, open
-// sessions get 1001 spread over the first half of the drain timeout, Run
+// TestDrain: /readyz fails at once, the main listener refuses new
+// connections (the Handler answers 503 draining), open sessions get 1001
+// spread over the first half of the drain timeout, Run
 // returns when they are gone. In a synctest bubble the spacing is exact.
 func TestDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -56,10 +57,19 @@ func TestDrain(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() { b.stop(); close(stopped) }()
 		synctest.Wait() // Drain has marked the bridge draining and closed the first session
-		if got := b.status(t, "/readyz"); got != http.StatusServiceUnavailable {
-			t.Errorf("/readyz while draining = %d, want 503", got)
+		// The main listener is closed at once, so a front retries another
+		// bridge; /readyz (on the metrics listener) and an embedder's own
+		// mount of Handler answer 503.
+		if resp, err := b.http.Get("http://bridge/readyz"); err == nil {
+			resp.Body.Close()
+			t.Errorf("the main listener still answers while draining: %s", resp.Status)
 		}
-		b.expectDeny(t, contract.ReasonDraining)
+		w := httptest.NewRecorder()
+		b.srv.AdminHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("/readyz while draining = %d, want 503", w.Code)
+		}
+		expectDenyHandler(t, b.srv, contract.ReasonDraining)
 		var at []time.Duration
 		for range 3 {
 			c := <-results

@@ -24,6 +24,9 @@ func bridgeDenyReasons() []contract.Reason {
 		contract.ReasonMethodNotAllowed, contract.ReasonRequestBody, contract.ReasonNotWebSocket,
 		contract.ReasonIdentityHeaderInvalid, contract.ReasonOriginNotAllowed, contract.ReasonSubprotocol,
 		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
+		// issue 14 and issue 11 item 4
+		contract.ReasonRelayWaitFull, contract.ReasonPeerSessionLimit, contract.ReasonPeerUnregisteredLimit,
+		contract.CloseRegisterKeyMismatch,
 	}
 }
 
@@ -37,6 +40,7 @@ type metrics struct {
 	relayDial       *prometheus.HistogramVec
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
+	recoveryMetrics // metricsrecovery.go
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
 

@@ -77,6 +77,26 @@ type Options struct {
 	// the bridge.
 	TokenExpiryGrace time.Duration
 
+	// RelayWait is how long an upgrade is held, unanswered, while the relay
+	// is unreachable, before 503 relay_unavailable; 0 answers at once. Keep
+	// it well under the agent's 10 s handshake timeout. Default 5s.
+	RelayWait time.Duration
+	// RelayWaitMax bounds the upgrades held at once; beyond it 503
+	// relay_wait_full. Default 1000.
+	RelayWaitMax int
+	// MaxSessionsPerPeer caps one WireKubePeer's concurrent sessions
+	// (held, upgrading or open); beyond it 429 peer_session_limit. Default 2:
+	// the live session and its replacement during a reconnect.
+	MaxSessionsPerPeer int
+	// MaxUnregisteredPerPeer caps one peer's sessions that have not
+	// verified their Register yet; beyond it 429 peer_unregistered_limit.
+	// Default 1.
+	MaxUnregisteredPerPeer int
+	// KeyMismatchBackoffMax caps the window in which an identity whose
+	// Register carried another key is refused 403 register_key_mismatch
+	// before the upgrade (1 s, doubling per repeat). Default 60s.
+	KeyMismatchBackoffMax time.Duration
+
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
 	DialRelay func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -103,6 +123,11 @@ func DefaultOptions() Options {
 
 		RevocationAddr:         "127.0.0.1:9001",
 		RevocationStaleTimeout: 60 * time.Second,
+		RelayWait:              5 * time.Second,
+		RelayWaitMax:           1000,
+		MaxSessionsPerPeer:     2,
+		MaxUnregisteredPerPeer: 1,
+		KeyMismatchBackoffMax:  60 * time.Second,
 	}
 }
 
@@ -125,6 +150,11 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RevocationAddr, "revocation-addr", o.RevocationAddr, "extauthz gRPC address of the revocation stream (host:port or unix:/path); empty turns revocation of live sessions off")
 	fs.DurationVar(&o.RevocationStaleTimeout, "revocation-stale-timeout", o.RevocationStaleTimeout, "close live sessions (1008 revocation_stale) after the revocation stream was out of sync this long")
 	fs.DurationVar(&o.TokenExpiryGrace, "token-expiry-grace", o.TokenExpiryGrace, "keep a session open this long past its token's expiry (1008 token_expired)")
+	fs.DurationVar(&o.RelayWait, "relay-wait", o.RelayWait, "hold an upgrade this long while the relay is unreachable before 503 relay_unavailable (0: answer at once; keep under the agent's 10s handshake timeout)")
+	fs.IntVar(&o.RelayWaitMax, "relay-wait-max", o.RelayWaitMax, "maximum upgrades held waiting for the relay (503 relay_wait_full beyond)")
+	fs.IntVar(&o.MaxSessionsPerPeer, "max-sessions-per-peer", o.MaxSessionsPerPeer, "maximum concurrent sessions of one WireKubePeer (429 peer_session_limit beyond)")
+	fs.IntVar(&o.MaxUnregisteredPerPeer, "max-unregistered-per-peer", o.MaxUnregisteredPerPeer, "maximum sessions of one WireKubePeer not yet registered (429 peer_unregistered_limit beyond)")
+	fs.DurationVar(&o.KeyMismatchBackoffMax, "key-mismatch-backoff-max", o.KeyMismatchBackoffMax, "cap of the window (1s doubling) in which an identity that registered a wrong key gets 403 register_key_mismatch before the upgrade")
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -154,6 +184,7 @@ func (o *Options) Validate() error {
 	if o.MaxSessions < 1 {
 		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))
 	}
+	errs = append(errs, o.validateRecovery()...)
 	for _, origin := range o.AllowedOrigins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))

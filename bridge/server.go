@@ -21,17 +21,21 @@ import (
 // Server is the bridge. Create it with New, serve it with Run (or mount
 // Handler and AdminHandler yourself and call Drain). Safe for concurrent use.
 type Server struct {
-	cfg        *Config
-	log        *slog.Logger
-	metrics    *metrics
-	gatherer   prometheus.Gatherer
-	upgrader   websocket.Upgrader
-	bufs       *bufPool
-	ready      *readiness
-	relay      *relayDialer  // every dial to the raw relay goes through it
-	closeGrace time.Duration // time a client gets to answer our close frame
-	revoker    *revoker      // ends sessions whose authorization ended
-	owners     keyOwners     // the session of each registered key
+	cfg           *Config
+	log           *slog.Logger
+	metrics       *metrics
+	gatherer      prometheus.Gatherer
+	upgrader      websocket.Upgrader
+	bufs          *bufPool
+	ready         *readiness
+	relay         *relayDialer  // every dial to the raw relay goes through it
+	closeGrace    time.Duration // time a client gets to answer our close frame
+	revoker       *revoker      // ends sessions whose authorization ended
+	owners        keyOwners     // the session of each registered key
+	probeUpgrader websocket.Upgrader
+	hold          *relayHold  // upgrades waiting for the relay (hold.go)
+	peers         *peerLimits // per-peer bounds (peerlimit.go)
+	backoff       *keyBackoff // key-mismatch windows (backoff.go)
 
 	mu       sync.Mutex
 	draining bool
@@ -75,6 +79,8 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		revoker: newRevoker(cfg, logger, rm),
+		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
+		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
@@ -89,8 +95,14 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		CheckOrigin:     s.originAllowed,
 		Error:           s.upgradeError,
 	}
+	s.probeUpgrader = s.upgrader
+	s.probeUpgrader.Subprotocols = []string{contract.SubprotocolProbe} // probemode.go
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
+	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
+	if err := m.registerRecovery(reg, s); err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
 	return s, nil
 }
 
@@ -174,8 +186,9 @@ func (s *Server) releaseSlot() {
 
 // serveSession runs an upgraded session to its end, then logs and counts
 // it. It runs in the goroutine handleRelay starts for the session.
-func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string) {
+func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string, ticket *peerTicket) {
 	sess := newSession(s, ws, relay, id, remote)
+	sess.ticket = ticket
 
 	s.mu.Lock()
 	s.sessions[sess] = struct{}{}
@@ -192,6 +205,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	ce := sess.run()
 	s.revoker.remove(sess)
 	s.owners.release(sess)
+	s.onSessionEnd(sess, ce)
 
 	s.mu.Lock()
 	delete(s.sessions, sess)

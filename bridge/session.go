@@ -58,6 +58,8 @@ type session struct {
 	// after both have stopped.
 	bytesToRelay, bytesToClient int64
 
+	ticket *peerTicket // the peer's share of the per-peer limits (peeradmit.go)
+
 	mu       sync.Mutex
 	result   *closeError    // set once by end
 	inflight sync.WaitGroup // timer callbacks running
@@ -163,6 +165,7 @@ func (s *session) registered() {
 	s.mu.Lock()
 	s.regTimer.Stop()
 	s.mu.Unlock()
+	s.srv.onRegistered(s)
 	s.refreshReadDeadline()
 }
 

@@ -48,7 +48,7 @@ func errIf(cond bool, format string, args ...any) error {
 }
 
 func properties() []property {
-	return slices.Concat(listenerProperties(), filterProperties(), routeProperties(), limitProperties())
+	return slices.Concat(listenerProperties(), filterProperties(), routeProperties(), limitProperties(), recoveryProperties())
 }
 
 func listenerProperties() []property {

@@ -15,6 +15,10 @@ const (
 	Subprotocol = "wirekube.relay.v1"
 	// DefaultAudience is the token audience the gateway requires.
 	DefaultAudience = "wirekube-relay"
+	// SubprotocolProbe is the probe's subprotocol (issue 14): the bridge
+	// answers it after its relay check with a close frame and never sends a
+	// Register to the relay, so a probe leaves the node's live session alone.
+	SubprotocolProbe = "wirekube.relay.probe.v1"
 	// DefaultRelayPath is the path of the authenticated WebSocket endpoint.
 	DefaultRelayPath = "/relay"
 	// AgentTokenPath is where the agent's projected token is mounted.
@@ -101,6 +105,23 @@ const (
 	ReasonTokenSignatureInvalid Reason = "token_signature_invalid"
 )
 
+// Recovery and per-identity limits (issues 14 and 11). The bridge answers
+// these before the upgrade; bridge_unavailable comes from the front (nginx
+// error_page, Envoy local reply) when no bridge takes the connection.
+const (
+	// 429, with Retry-After: one WireKubePeer has --max-sessions-per-peer
+	// sessions, or --max-unregistered-per-peer not yet registered.
+	ReasonPeerSessionLimit      Reason = "peer_session_limit"
+	ReasonPeerUnregisteredLimit Reason = "peer_unregistered_limit"
+	// 503: --relay-wait-max upgrades are already held waiting for the relay.
+	ReasonRelayWaitFull Reason = "relay_wait_full"
+	// 503: the front could not reach any bridge.
+	ReasonBridgeUnavailable Reason = "bridge_unavailable"
+	// 403 before the upgrade (register_key_mismatch, CloseRegisterKeyMismatch
+	// below, is also a deny reason): the identity registered another key
+	// within its backoff window.
+)
+
 // Close reasons sent in the WebSocket close frame after the upgrade.
 const (
 	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
@@ -115,6 +136,9 @@ const (
 	CloseRelayLost           Reason = "relay_lost"            // 1011
 	CloseDraining            Reason = "draining"              // 1001
 	ClosePingTimeout         Reason = "ping_timeout"          // local close, no frame reaches the peer
+	// CloseProbeOK ends a wirekube.relay.probe.v1 session whose Register key
+	// matched (1000); nothing reached the relay.
+	CloseProbeOK Reason = "probe_ok" // 1000
 )
 
 // Close reasons of a live session whose authorization ended (issue 10,
@@ -141,10 +165,13 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusMethodNotAllowed
 	case ReasonTokenMissing, ReasonTokenMalformed, ReasonTokenInvalid, ReasonAudienceMismatch:
 		return http.StatusUnauthorized
-	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining:
+	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining,
+		ReasonRelayWaitFull, ReasonBridgeUnavailable:
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized
+	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusForbidden
 	}

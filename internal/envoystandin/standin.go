@@ -43,6 +43,9 @@ type Options struct {
 	// http_service variant (httpservice.go): host:port of --http-listen.
 	ExtauthzHTTP string
 	Bridge       string // host:port of wirekube-bridge --listen
+	// ExtraBridges are more endpoints of the bridge cluster (round robin,
+	// one retry on another endpoint after a connect failure).
+	ExtraBridges []string
 	RelayPath    string // default /relay
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
@@ -74,7 +77,8 @@ func New(o Options) (*Server, error) {
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = 3 * time.Second
 	}
-	target := &url.URL{Scheme: "http", Host: o.Bridge}
+	// The host is a name only: bridgeCluster dials the endpoints.
+	target := &url.URL{Scheme: "http", Host: "bridge"}
 	s := &Server{opts: o, logger: o.Logger}
 	if o.AccessLog != nil {
 		var err error
@@ -91,14 +95,16 @@ func New(o Options) (*Server, error) {
 		}
 		s.conn, s.authz = conn, authv3.NewAuthorizationClient(conn)
 	}
+	cluster := newBridgeCluster(append([]string{o.Bridge}, o.ExtraBridges...))
 	s.proxy = &httputil.ReverseProxy{
+		Transport: cluster.transport(),
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // Envoy keeps the authority
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.logger.Warn("upstream error", "path", r.URL.Path, "err", err)
-			http.Error(w, "upstream connect error", http.StatusServiceUnavailable)
+			bridgeUnavailable(w)
 		},
 		FlushInterval: -1,
 	}

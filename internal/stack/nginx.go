@@ -20,6 +20,9 @@ type NginxOptions struct {
 	KeyFile      string
 	ExtauthzHTTP string // wirekube-extauthz --http-listen
 	Bridge       string // wirekube-bridge --listen
+	// ExtraBridges are more servers of the bridge upstream (the drain
+	// hand-over test: two bridges behind one front).
+	ExtraBridges []string
 	LogDir       string
 }
 
@@ -32,7 +35,7 @@ func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 		{"/etc/nginx/tls/tls.crt", o.CertFile},
 		{"/etc/nginx/tls/tls.key", o.KeyFile},
 		{"server 127.0.0.1:9002;", "server " + o.ExtauthzHTTP + ";"},
-		{"server 127.0.0.1:8081;", "server " + o.Bridge + ";"},
+		{bridgeServerLine, bridgeServers(o)},
 		{"/var/log/nginx/wirekube-relay.access.log", filepath.Join(o.LogDir, "nginx-access.log")},
 		// Only the path: the level stays as shipped, because scenario 8 greps
 		// this log for every token (at info nginx logs a duplicate
@@ -46,6 +49,21 @@ func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 		shipped = strings.Replace(shipped, s.old, s.new, 1)
 	}
 	return shipped, nil
+}
+
+// bridgeServerLine is the shipped bridge upstream's server line.
+const bridgeServerLine = "server 127.0.0.1:8081 max_fails=1 fail_timeout=5s;"
+
+// bridgeServers renders the bridge upstream's server lines.
+func bridgeServers(o NginxOptions) string {
+	var b strings.Builder
+	for i, addr := range append([]string{o.Bridge}, o.ExtraBridges...) {
+		if i > 0 {
+			b.WriteString("\n    ")
+		}
+		b.WriteString(strings.Replace(bridgeServerLine, "127.0.0.1:8081", addr, 1))
+	}
+	return b.String()
 }
 
 // StartNginx runs the system nginx with its own prefix, config and pid file

@@ -49,17 +49,24 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonAtCapacity:        "the gateway is at its connection limit: retry later or scale the gateway",
 	contract.ReasonDraining:          "the gateway replica is shutting down: retry, another replica will take the connection",
 
+	// Recovery and per-identity limits (issues 14 and 11).
+	contract.ReasonPeerSessionLimit:      "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",
+	contract.ReasonPeerUnregisteredLimit: "another session of this WireKubePeer is still before its Register: retry in a second; if it persists another client is using this node's identity",
+	contract.ReasonRelayWaitFull:         "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
+	contract.ReasonBridgeUnavailable:     "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
+
 	// WebSocket close reasons after the upgrade.
 	contract.CloseRegisterTimeout:     "Register was not sent in time after the upgrade: check the client sends Register first and that nothing delays it",
 	contract.CloseRegisterMissing:     "the first frame was not Register: the client must send Register before anything else",
 	contract.CloseRegisterMalformed:   "the Register body is not a 32-byte key: check --public-key / --private-key-file",
-	contract.CloseRegisterKeyMismatch: "the registered key is not this peer's WireKubePeer spec.publicKey: register the peer's own key (compare with kubectl get wkpeer NAME -o jsonpath='{.spec.publicKey}')",
+	contract.CloseRegisterKeyMismatch: "the registered key is not this peer's WireKubePeer spec.publicKey: register the peer's own key (compare with kubectl get wkpeer NAME -o jsonpath='{.spec.publicKey}'); after a mismatch the gateway refuses the identity for a doubling window (403 before the upgrade)",
 	contract.CloseRegisterRepeated:    "a second Register was sent on the session: reconnect to change keys",
 	contract.CloseFrameForbidden:      "a control or relay-to-relay frame type was sent: agents may not send 0x10-0x13 or 0x21-0x23 through the gateway",
 	contract.CloseFrameMalformed:      "a frame with length 0 was sent: the client's framing is broken",
 	contract.CloseFrameTooLarge:       "a frame over 65,536 bytes was sent: the client's framing is broken",
 	contract.CloseTextMessage:         "a text WebSocket message was sent: relay frames must be binary messages",
 	contract.CloseRelayLost:           "the bridge lost the raw relay: check the relay Pod and the bridge's /readyz, then retry",
+	contract.CloseProbeOK:             "the check passed (authorized, relay reachable, key matches the WireKubePeer): nothing to fix",
 	contract.ClosePingTimeout:         "the gateway saw no pong in time: check for an idle timeout or a stalled network between client and gateway",
 	contract.CloseProtocolError:       "the client broke the WebSocket protocol (unmasked frame, reserved bits or opcode, bad fragmentation): use a conforming WebSocket client or check a proxy that rewrites frames",
 

@@ -1,0 +1,111 @@
+package bridge
+
+import (
+	"sync"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// peerLimits bounds what one WireKubePeer may hold (issue 11 item 4): at
+// most maxSessions admitted requests (held for the relay, upgrading or in
+// a session), of which at most maxUnregistered have not verified their
+// Register yet. The defaults (2 and 1) fit the agent's live session plus
+// the replacement it dials during a reconnect (the relay, and the bridge's
+// session_replaced, then close the older one), and keep a single identity
+// from taking the global slots with sessions that never register. Memory
+// is one entry per peer with an admitted request; an entry goes with its
+// last request.
+type peerLimits struct {
+	maxSessions, maxUnregistered int
+
+	mu    sync.Mutex
+	peers map[string]*peerCount
+}
+
+type peerCount struct{ sessions, unregistered int }
+
+func newPeerLimits(maxSessions, maxUnregistered int) *peerLimits {
+	return &peerLimits{maxSessions: maxSessions, maxUnregistered: maxUnregistered, peers: map[string]*peerCount{}}
+}
+
+// peerTicket is one admitted request of a peer. Its methods are safe for
+// concurrent use; release must be called exactly once, registered at most
+// once before it (later calls do nothing).
+type peerTicket struct {
+	l          *peerLimits
+	peer       string
+	mu         sync.Mutex
+	registered bool
+	released   bool
+}
+
+// acquire admits one more unregistered request of peer, or says why not.
+func (l *peerLimits) acquire(peer string) (*peerTicket, contract.Reason) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.peers[peer]
+	if c == nil {
+		c = &peerCount{}
+	}
+	switch {
+	case c.sessions >= l.maxSessions:
+		return nil, contract.ReasonPeerSessionLimit
+	case c.unregistered >= l.maxUnregistered:
+		return nil, contract.ReasonPeerUnregisteredLimit
+	}
+	c.sessions++
+	c.unregistered++
+	l.peers[peer] = c
+	return &peerTicket{l: l, peer: peer}, ""
+}
+
+// markRegistered moves the request out of the unregistered bound.
+func (t *peerTicket) markRegistered() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.registered || t.released {
+		return
+	}
+	t.registered = true
+	t.l.mu.Lock()
+	t.l.peers[t.peer].unregistered--
+	t.l.mu.Unlock()
+}
+
+// release ends the request's share of both bounds.
+func (t *peerTicket) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.released {
+		return
+	}
+	t.released = true
+	t.l.mu.Lock()
+	defer t.l.mu.Unlock()
+	c := t.l.peers[t.peer]
+	c.sessions--
+	if !t.registered {
+		c.unregistered--
+	}
+	if c.sessions == 0 {
+		delete(t.l.peers, t.peer)
+	}
+}
+
+// counts reports the peer's admitted and unregistered requests (tests,
+// metrics).
+func (l *peerLimits) counts(peer string) (sessions, unregistered int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.peers[peer]; c != nil {
+		return c.sessions, c.unregistered
+	}
+	return 0, 0
+}
+
+// len is the number of peers with an admitted request.
+func (l *peerLimits) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.peers)
+}
