@@ -156,7 +156,11 @@ func (e *env) attackToken(ctx context.Context, n *node, audience, name string) (
 // connect dials n's agent (Register with its own key) and proves the session
 // is live with an echo through the relay.
 func (e *env) connect(ctx context.Context, n *node) (*testagent.Conn, error) {
-	c, err := testagent.Dial(ctx, e.agentOptions(n), n.key)
+	// node-c connects right after its key-mismatch attack: the bridge's
+	// backoff window (403 register_key_mismatch) has to pass first.
+	c, err := testagent.RetryBackoff(ctx, 10*time.Second, func() (*testagent.Conn, error) {
+		return testagent.Dial(ctx, e.agentOptions(n), n.key)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -116,8 +116,9 @@ func (e *env) faultRelay(t *testing.T) {
 	})
 }
 
-// faultBridgeDrain: SIGTERM -> /readyz fails at once, new upgrades get 503
-// draining, open sessions close with 1001 spread over the drain window.
+// faultBridgeDrain: SIGTERM -> /readyz fails at once, the listener closes
+// (the fronts answer 503 bridge_unavailable), open sessions close with 1001
+// spread over the drain window.
 func (e *env) faultBridgeDrain(t *testing.T) {
 	type closed struct {
 		code int
@@ -156,8 +157,10 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 	// that /readyz failed before any session closed is checked below.
 	waitStatus(t, readyzURL, http.StatusServiceUnavailable, drainTimeout)
 	notReady := time.Now()
+	// The draining bridge has closed its listener: with no other bridge,
+	// each front answers 503 bridge_unavailable (no bare 502).
 	for _, f := range e.fronts {
-		wantRefused(t, f.opts(late), http.StatusServiceUnavailable, contract.ReasonDraining)
+		wantRefused(t, f.opts(late), http.StatusServiceUnavailable, contract.ReasonBridgeUnavailable)
 	}
 	wg.Wait()
 	first, last := time.Time{}, time.Time{}

@@ -25,7 +25,7 @@ const ioTimeout = 5 * time.Second
 // is live with a Data frame to itself.
 func session(t *testing.T, f front, id identity) *testagent.Conn {
 	t.Helper()
-	c, err := testagent.Dial(context.Background(), f.opts(id), id.key)
+	c, err := dialAgent(f.opts(id), id.key)
 	if err != nil {
 		t.Fatalf("%s: dial as %s: %v", f.name, id.peer, err)
 	}
@@ -35,6 +35,26 @@ func session(t *testing.T, f front, id identity) *testagent.Conn {
 	}
 	alive(t, c, id.key)
 	return c
+}
+
+// backoffWithin bounds the wait for the bridge's per-identity refusals
+// (429 while the previous session of the peer is torn down, 403
+// register_key_mismatch for the window after a mismatch on purpose).
+const backoffWithin = 15 * time.Second
+
+// dialAgent is testagent.Dial, waiting out the bridge's per-identity
+// refusals: scenarios reconnect an identity right after ending a session.
+func dialAgent(o testagent.Options, key relayproto.Key) (*testagent.Conn, error) {
+	return testagent.RetryBackoff(context.Background(), backoffWithin, func() (*testagent.Conn, error) {
+		return testagent.Dial(context.Background(), o, key)
+	})
+}
+
+// dialRawRetry is testagent.DialRaw, waiting out the same refusals.
+func dialRawRetry(o testagent.Options) (*testagent.Conn, error) {
+	return testagent.RetryBackoff(context.Background(), backoffWithin, func() (*testagent.Conn, error) {
+		return testagent.DialRaw(context.Background(), o)
+	})
 }
 
 // alive sends a Data frame to the session's own key; the relay echoes it.

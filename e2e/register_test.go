@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ func (e *env) testRegister(t *testing.T, f front) {
 	id := e.podAgent(t, peerName(f, "s4-agent"))
 	raw := func(t *testing.T) *testagent.Conn {
 		t.Helper()
-		c, err := testagent.DialRaw(context.Background(), f.opts(id))
+		c, err := dialRawRetry(f.opts(id))
 		fatalIf(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c

@@ -65,7 +65,7 @@ func (e *env) testSpoofing(t *testing.T, f front) {
 	t.Run("own_key_still_bound", func(t *testing.T) {
 		o := f.opts(id)
 		o.Header = spoof
-		c, err := testagent.Dial(context.Background(), o, id.key)
+		c, err := dialAgent(o, id.key)
 		fatalIf(t, err)
 		defer c.Close()
 		exchange(t, c, victimConn, id.key, victim.key)

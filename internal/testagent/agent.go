@@ -266,6 +266,16 @@ func (c *Conn) keepalive(interval time.Duration) {
 	}
 }
 
+// Abort closes the TCP connection without a close frame, as the real agent
+// ends a session, and waits for the keepalive goroutine.
+func (c *Conn) Abort() {
+	c.once.Do(func() {
+		close(c.stop)
+		_ = c.ws.NetConn().Close()
+		c.wg.Wait()
+	})
+}
+
 // Close sends a normal close, closes the socket and waits for the keepalive
 // goroutine.
 func (c *Conn) Close() error {
