@@ -32,8 +32,9 @@ func (e *env) probePath() string {
 
 // runProbe runs the real wirekube-relay-probe as an operator would on
 // node-a, with the files of the state dir, and returns its verdict line.
-// It registers node-a's key, so it runs after the demo's own node-a
-// session is closed (the relay keeps one session per key).
+// It runs in the probe's default check mode (wirekube.relay.probe.v1):
+// the gateway checks node-a's key and reaches the relay, and nothing is
+// registered, so a live node-a session would be left alone.
 func (e *env) runProbe(ctx context.Context, bin string, n *node) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -49,7 +50,8 @@ func (e *env) runProbe(ctx context.Context, bin string, n *node) (string, error)
 	for line := range strings.Lines(out.String()) {
 		line = strings.TrimSpace(line)
 		switch {
-		case strings.HasPrefix(line, "ok   echo"), strings.HasPrefix(line, "FAIL echo"):
+		case strings.HasPrefix(line, "ok   echo"), strings.HasPrefix(line, "FAIL echo"),
+			strings.HasPrefix(line, "ok   register"), strings.HasPrefix(line, "FAIL register"):
 			echo = strings.Join(strings.Fields(line)[3:], " ")
 		case strings.HasPrefix(line, "result:"):
 			result = line

@@ -65,6 +65,8 @@ func (e *env) testProbe(t *testing.T, f front) {
 		reason contract.Reason
 	}{
 		{"ok", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitOK, ""},
+		{"ok_register", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca, "--register"}, probe.ExitOK, ""},
+		{"key_mismatch_register", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca, "--register"}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
 		{"no_token", []string{"--url", f.url, "--token-file", "", "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMissing},
 		{"garbage_token", []string{"--url", f.url, "--token-file", garbage, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMalformed},
 		{"wrong_audience", []string{"--url", f.url, "--token-file", wrongAud, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonAudienceMismatch},
@@ -81,13 +83,29 @@ func (e *env) testProbe(t *testing.T, f front) {
 			if code != probe.ExitOK && res.Fix == "" {
 				t.Errorf("no fix printed")
 			}
-			if last := res.Stages[len(res.Stages)-1]; code == probe.ExitOK && (last.Echo == nil || last.Echo.Received != probe.DefaultCount) {
+			last := res.Stages[len(res.Stages)-1]
+			switch {
+			case code != probe.ExitOK:
+			case res.Mode == probe.ModeRegister && (last.Echo == nil || last.Echo.Received != probe.DefaultCount):
 				t.Errorf("echo stage %+v, want %d round trips", last, probe.DefaultCount)
+			case res.Mode == probe.ModeCheck && last.Status != probe.StatusSkipped:
+				t.Errorf("check mode ran an echo: %+v", last)
 			}
 		})
 	}
 	// After the probe's sessions, the real agent still connects with its key.
-	session(t, f, good).Close()
+	live := session(t, f, good)
+	t.Run("check_leaves_the_live_agent_alone", func(t *testing.T) {
+		args := []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}
+		code, res := e.runProbe(t, args...)
+		if code != probe.ExitOK || res.Mode != probe.ModeCheck {
+			t.Fatalf("probe: exit %d mode %q, want ok in check mode; report %+v", code, res.Mode, res)
+		}
+		// Had the relay seen a Register for the key, it would have replaced
+		// (closed) the live session.
+		alive(t, live, good.key)
+	})
+	live.Close()
 	t.Run("service_account_gone", func(t *testing.T) { e.testProbeSAGone(t, f, ca) })
 }
 

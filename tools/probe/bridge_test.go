@@ -52,6 +52,7 @@ func startRealBridge(t *testing.T, relayAddr string, key relayproto.Key) string 
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout, o.RegisterTimeout = relayAddr, "", 2*time.Second, 2*time.Second
 	o.RevocationAddr = "" // no extauthz here: authFront sets no binding
+	o.RelayWait = 200 * time.Millisecond
 	cfg, err := o.Complete()
 	if err != nil {
 		t.Fatal(err)
@@ -83,16 +84,23 @@ func TestProbeRealBridge(t *testing.T) {
 		name      string
 		relayAddr string
 		register  relayproto.Key
+		mode      []string
 		code      int
 		want      []string
 	}{
-		{"echo through bridge and relay", relayAddr, key, ExitOK, []string{"ok   upgrade", "5/5 round trips", "result: ok"}},
-		{"key mismatch closes 1008", relayAddr, other, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
-		{"relay down answers 503", deadRelay, key, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable", "result: unavailable (exit 7)"}},
+		{"check mode", relayAddr, key, nil, ExitOK, []string{"(mode check)", "ok   upgrade", "subprotocol \"wirekube.relay.probe.v1\"",
+			"ok   register", "sent it nothing", "skip echo", "result: ok"}},
+		{"check mode key mismatch", relayAddr, other, nil, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
+		{"check mode relay down", deadRelay, key, nil, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable"}},
+		{"echo through bridge and relay", relayAddr, key, []string{"--register"}, ExitOK, []string{"(mode register)",
+			"warning: --register: the relay replaces", "ok   upgrade", "5/5 round trips", "result: ok"}},
+		{"key mismatch closes 1008", relayAddr, other, []string{"--register"}, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
+		{"relay down answers 503", deadRelay, key, []string{"--register"}, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable", "result: unavailable (exit 7)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := startRealBridge(t, tc.relayAddr, key)
-			code, out, _ := runProbe(t, "--url", url, "--token-file", tokenFile, "--public-key", tc.register.Base64(), "--count", "5")
+			args := append([]string{"--url", url, "--token-file", tokenFile, "--public-key", tc.register.Base64(), "--count", "5"}, tc.mode...)
+			code, out, _ := runProbe(t, args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
 			}

@@ -206,7 +206,7 @@ func TestProbeTLSFailures(t *testing.T) {
 
 func TestProbeInsecureSkipVerifyWarns(t *testing.T) {
 	env := newTestEnv(t, true)
-	code, out, _ := runProbe(t, "--url", env.url(), "--token-file", env.tokenFile, "--public-key", env.keyB64, "--insecure-skip-verify")
+	code, out, _ := runProbe(t, "--url", env.url(), "--token-file", env.tokenFile, "--public-key", env.keyB64, "--insecure-skip-verify", "--register")
 	if code != ExitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

@@ -151,7 +151,8 @@ func (e *testEnv) url() string {
 }
 
 func (e *testEnv) args(extra ...string) []string {
-	a := []string{"--url", e.url(), "--token-file", e.tokenFile, "--public-key", e.keyB64, "--timeout", "5s"}
+	// The fake bridge speaks the agent's subprotocol only: the full test.
+	a := []string{"--url", e.url(), "--token-file", e.tokenFile, "--public-key", e.keyB64, "--timeout", "5s", "--register"}
 	if e.caFile != "" {
 		a = append(a, "--ca-file", e.caFile)
 	}

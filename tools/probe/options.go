@@ -68,6 +68,12 @@ type Options struct {
 	// Output is the report format of -o/--output: "text" (default), "json"
 	// or "yaml" (cli.OutputFormats, the same in every tool).
 	Output string
+	// Register runs the full test: Register the key with the relay and echo
+	// Data frames through it. The relay then replaces the node's live
+	// session (the agent reconnects). Default false: the check mode
+	// (subprotocol wirekube.relay.probe.v1) proves TLS, the upgrade, the
+	// authorization, the key and relay reachability without a Register.
+	Register bool
 
 	// LogLevel of the diagnostic lines on stderr (--log-level): debug adds
 	// one line per stage; the report itself goes to stdout. Default info.
@@ -87,6 +93,7 @@ type Config struct {
 	timeout    time.Duration
 	count      int
 	output     string
+	register   bool
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 	log        *slog.Logger // diagnostics (Command sets it); nil: none
 }
@@ -104,6 +111,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
 	cli.AddOutputFlag(fs, &o.Output)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "level of the diagnostic lines on stderr (debug: one per stage): debug, info, warn or error")
+	fs.BoolVar(&o.Register, "register", o.Register, "full test: register the key with the relay and echo through it (replaces the node's live session: its agent reconnects)")
 }
 
 // DefaultOptions are the flag defaults.
@@ -187,7 +195,7 @@ func (o Options) Complete() (*Config, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(o.URL)
-	c := &Config{url: u, timeout: o.Timeout, count: o.Count, output: o.Output, lookupHost: o.lookupHost}
+	c := &Config{url: u, timeout: o.Timeout, count: o.Count, output: o.Output, register: o.Register, lookupHost: o.lookupHost}
 	if c.output == "" {
 		c.output = "text"
 	}

@@ -18,7 +18,11 @@ import (
 // It never returns the token in any field. The returned Result's ExitCode
 // classifies the outcome; Run does not fail for a failed probe.
 func (c Config) Probe(ctx context.Context) *Result {
-	res := &Result{URL: redactURL(c.url)}
+	res := &Result{URL: redactURL(c.url), Mode: ModeCheck}
+	if c.register {
+		res.Mode = ModeRegister
+		res.warn("--register: the relay replaces this key's live session, so the node's agent is disconnected and reconnects")
+	}
 	if c.url.Scheme == "ws" && c.token != "" {
 		res.warn("ws:// sends the token in clear text: use wss:// outside a trusted network")
 	}
@@ -26,12 +30,25 @@ func (c Config) Probe(ctx context.Context) *Result {
 	conn := c.upgrade(ctx, d)
 	if conn != nil {
 		s := &session{cfg: c, res: res, conn: conn, now: time.Now}
-		s.run()
+		if c.register {
+			s.run()
+		} else {
+			s.check()
+		}
 		s.close()
 	}
 	res.OK = res.ExitCode == ExitOK
 	res.Class = exitClass(res.ExitCode)
 	return res
+}
+
+// subprotocol is the one the probe offers: the agent's with --register,
+// else the probe's, which the gateway never turns into a relay Register.
+func (c Config) subprotocol() string {
+	if c.register {
+		return contract.Subprotocol
+	}
+	return contract.SubprotocolProbe
 }
 
 // redactURL drops the query and any user info: either may hold a secret.
@@ -52,7 +69,7 @@ func (c Config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
 	wd := &websocket.Dialer{
 		NetDialContext:    d.dialTCP,
 		NetDialTLSContext: d.dialTLS,
-		Subprotocols:      []string{contract.Subprotocol},
+		Subprotocols:      []string{c.subprotocol()},
 		HandshakeTimeout:  c.timeout,
 		// No proxy: the probe measures the direct path. Proxy is nil on purpose.
 	}
@@ -80,8 +97,8 @@ func (c Config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
 	}
 	st := d.res.add(Stage{Name: StageUpgrade, Status: StatusOK, Duration: dur, HTTPStatus: resp.StatusCode,
 		Subprotocol: conn.Subprotocol(), Detail: fmt.Sprintf("%s, subprotocol %q", resp.Status, conn.Subprotocol())})
-	if st.Subprotocol != contract.Subprotocol {
-		d.res.warn("the gateway did not select subprotocol %s", contract.Subprotocol)
+	if st.Subprotocol != c.subprotocol() {
+		d.res.warn("the gateway did not select subprotocol %s", c.subprotocol())
 	}
 	return conn
 }

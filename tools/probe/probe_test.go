@@ -95,7 +95,7 @@ func TestProbePrivateKeyFile(t *testing.T) {
 	pub, _ := hex.DecodeString("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
 	copy(env.bridge.key[:], pub)
 	keyFile := writeFile(t, "private.key", b64(priv)+"\n")
-	code, out, _ := runProbe(t, "--url", env.url(), "--token-file", env.tokenFile, "--private-key-file", keyFile)
+	code, out, _ := runProbe(t, "--url", env.url(), "--token-file", env.tokenFile, "--private-key-file", keyFile, "--register")
 	if code != ExitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -174,7 +174,7 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func TestCheckReturnsTheResult(t *testing.T) {
 	env := newTestEnv(t, false)
-	res, err := Check(context.Background(), Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Count: 2})
+	res, err := Check(context.Background(), Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Count: 2, Register: true})
 	if err != nil || !res.OK || res.Stages[len(res.Stages)-1].Echo.Received != 2 {
 		t.Fatalf("Check: %v %+v", err, res)
 	}

@@ -18,6 +18,15 @@ const (
 	StageEcho     = "echo"
 )
 
+// Modes of the probe (Result.Mode).
+const (
+	// ModeCheck: subprotocol wirekube.relay.probe.v1; the gateway checks the
+	// key and dials the relay, nothing is registered (the default).
+	ModeCheck = "check"
+	// ModeRegister: Register with the relay and echo through it (--register).
+	ModeRegister = "register"
+)
+
 // Stage statuses.
 const (
 	StatusOK      = "ok"
@@ -70,6 +79,7 @@ type EchoInfo struct {
 // Result is the whole report; the JSON output is this object.
 type Result struct {
 	URL      string   `json:"url"`
+	Mode     string   `json:"mode"` // ModeCheck or ModeRegister
 	OK       bool     `json:"ok"`
 	ExitCode int      `json:"exit_code"`
 	Class    string   `json:"class"`
@@ -112,7 +122,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // WriteText writes the human report: one line per stage, then the verdict.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "probing %s\n", r.URL)
+	fmt.Fprintf(&b, "probing %s (mode %s)\n", r.URL, r.Mode)
 	for _, s := range r.Stages {
 		mark := map[string]string{StatusOK: "ok  ", StatusFailed: "FAIL", StatusSkipped: "skip"}[s.Status]
 		line := s.Detail
