@@ -44,6 +44,7 @@ func TestE2E(t *testing.T) {
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("faults", e.testFaults)
+	t.Run("recovery", e.testRecovery)
 	t.Run("8_logs_contain_no_token", e.testLogs)
 	t.Logf("suite done in %s", time.Since(start).Round(time.Millisecond))
 }

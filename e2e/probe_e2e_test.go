@@ -66,13 +66,16 @@ func (e *env) testProbe(t *testing.T, f front) {
 	}{
 		{"ok", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitOK, ""},
 		{"ok_register", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca, "--register"}, probe.ExitOK, ""},
-		{"key_mismatch_register", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca, "--register"}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
 		{"no_token", []string{"--url", f.url, "--token-file", "", "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMissing},
 		{"garbage_token", []string{"--url", f.url, "--token-file", garbage, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonTokenMalformed},
 		{"wrong_audience", []string{"--url", f.url, "--token-file", wrongAud, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitDenied401, contract.ReasonAudienceMismatch},
 		{"token_in_url", []string{"--url", inURL, "--token-file", good.tokenFile, "--public-key", good.key.Base64(), "--ca-file", ca}, probe.ExitRejected, contract.ReasonTokenInURL},
 		{"peer_not_found", []string{"--url", f.url, "--token-file", noPeer.tokenFile, "--public-key", noPeer.key.Base64(), "--ca-file", ca}, probe.ExitDenied403, contract.ReasonPeerNotFound},
+		// Check mode: the mismatch is no backoff strike.
 		{"key_mismatch", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
+		// After this one the bridge refuses the identity before the upgrade
+		// for its backoff window (403 register_key_mismatch).
+		{"key_mismatch_register", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", otherKey.Base64(), "--ca-file", ca, "--register"}, probe.ExitClosed, contract.CloseRegisterKeyMismatch},
 		{"untrusted_ca", []string{"--url", f.url, "--token-file", good.tokenFile, "--public-key", good.key.Base64()}, probe.ExitTLS, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
