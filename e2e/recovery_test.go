@@ -36,8 +36,10 @@ func (e *env) testRecovery(t *testing.T) {
 	t.Run("relay_down_15s", func(t *testing.T) { e.recoverRelay(t, 15*time.Second) })
 	t.Run("bridge_sigterm_one_replica", e.recoverDrainOne)
 	t.Run("bridge_sigterm_two_replicas", e.recoverDrainTwo)
-	t.Run("kube_apiserver_down_20s", e.recoverAPIServer)
+	// extauthz first: after a kube-apiserver restart its informers take a
+	// while to see new Pods and peers (new agents get 403 pod_not_found).
 	t.Run("extauthz_killed", e.recoverExtauthz)
+	t.Run("kube_apiserver_down_20s", e.recoverAPIServer)
 }
 
 // agentPair is two Reconnectors sending each other frames.

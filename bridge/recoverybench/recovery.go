@@ -280,7 +280,11 @@ func (g *gateway) startRelay() error {
 func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", cfg.Drain
-	srv, err := bridge.New(o, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	c, err := o.Complete()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := bridge.New(c, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,11 +13,23 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
+// deadAddr is a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
 func TestBridgeClusterRetriesAnotherEndpoint(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
 	upAddr := up.Listener.Addr().String()
-	c := newBridgeCluster([]string{closedAddr(t), upAddr})
+	c := newBridgeCluster([]string{deadAddr(t), upAddr})
 	for i := range 4 { // round robin starts on each endpoint in turn
 		conn, err := c.dial(context.Background(), "tcp", "bridge:80")
 		if err != nil {
@@ -30,8 +43,8 @@ func TestBridgeClusterRetriesAnotherEndpoint(t *testing.T) {
 }
 
 func TestNoBridgeAnswers503BridgeUnavailable(t *testing.T) {
-	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: closedAddr(t), Bridge: closedAddr(t),
-		ExtraBridges: []string{closedAddr(t)}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: deadAddr(t), Bridge: deadAddr(t),
+		ExtraBridges: []string{deadAddr(t)}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
