@@ -143,8 +143,8 @@ func newAgents(cfg Config, front string) []*testagent.Reconnector {
 	for i := range out {
 		h := identityHeader(fmt.Sprintf("bench-node-%d", i), keys[i])
 		out[i] = &testagent.Reconnector{
-			Options:  testagent.Options{URL: "ws://" + front + contract.DefaultRelayPath, Header: h, KeepaliveInterval: -1},
-			Key:      keys[i], Peer: keys[i^1], Interval: cfg.Interval,
+			Options: testagent.Options{URL: "ws://" + front + contract.DefaultRelayPath, Header: h, KeepaliveInterval: -1},
+			Key:     keys[i], Peer: keys[i^1], Interval: cfg.Interval,
 		}
 	}
 	return out
