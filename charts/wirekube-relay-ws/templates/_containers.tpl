@@ -132,6 +132,11 @@ imagePullPolicy: {{ . }}
   livenessProbe:
     httpGet: {path: /healthz, port: bridge-metrics}
     periodSeconds: 10
+  # Serve on while the Pod's endpoint is removed, then SIGTERM starts the
+  # drain: agents closed with 1001 redial into another replica (docs/bridge.md).
+  lifecycle:
+    preStop:
+      sleep: {seconds: 5}
   resources:
     {{- toYaml $b.resources | nindent 4 }}
   {{- include "gw.securityContext" . | nindent 2 }}
