@@ -52,8 +52,8 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		_ = relay.Close() // reached, and never written to (probemode.go)
 		go func() {
 			defer s.releaseSlot()
-			defer ticket.release()
-			s.serveProbe(ws, id, r.RemoteAddr)
+			defer ticket.release() // after a failed verdict too; later calls do nothing
+			s.serveProbe(ws, id, r.RemoteAddr, ticket.release)
 		}()
 		return
 	}

@@ -42,10 +42,13 @@ func isProbe(r *http.Request) bool {
 const probeReadLimit = 64
 
 // serveProbe runs one probe session to its end. The relay connection was
-// already closed by the caller.
-func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string) {
+// already closed by the caller. decided runs once the verdict is known,
+// before the close frame is written: a client that probes again after
+// reading the verdict finds the peer's share free.
+func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, decided func()) {
 	defer ws.Close()
 	ce := s.probeRegister(ws, id)
+	decided()
 	s.metrics.probes.WithLabelValues(string(ce.reason)).Inc()
 	attrs := []slog.Attr{slog.String("peer", id.Peer), slog.String("identity", id.Subject),
 		slog.String("key", id.Key.Fingerprint()), slog.String("remote", remote),

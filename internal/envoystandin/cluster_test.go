@@ -5,31 +5,19 @@ import (
 	"crypto/tls"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/testutil"
 )
-
-// deadAddr is a loopback address nobody listens on.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 func TestBridgeClusterRetriesAnotherEndpoint(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
 	upAddr := up.Listener.Addr().String()
-	c := newBridgeCluster([]string{deadAddr(t), upAddr})
+	c := newBridgeCluster([]string{testutil.ClosedAddr(t), upAddr})
 	for i := range 4 { // round robin starts on each endpoint in turn
 		conn, err := c.dial(context.Background(), "tcp", "bridge:80")
 		if err != nil {
@@ -43,8 +31,8 @@ func TestBridgeClusterRetriesAnotherEndpoint(t *testing.T) {
 }
 
 func TestNoBridgeAnswers503BridgeUnavailable(t *testing.T) {
-	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: deadAddr(t), Bridge: deadAddr(t),
-		ExtraBridges: []string{deadAddr(t)}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(Options{TLS: &tls.Config{}, ExtauthzGRPC: testutil.ClosedAddr(t), Bridge: testutil.ClosedAddr(t),
+		ExtraBridges: []string{testutil.ClosedAddr(t)}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func exitForStatus(status int) int {
 		return ExitDenied401
 	case http.StatusForbidden:
 		return ExitDenied403
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		return ExitUnavailable
 	default:
 		return ExitRejected
