@@ -280,6 +280,7 @@ func (g *gateway) startRelay() error {
 func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", cfg.Drain
+	o.RevocationAddr = "" // no extauthz here (and no binding header)
 	c, err := o.Complete()
 	if err != nil {
 		return nil, err
