@@ -39,7 +39,7 @@ type Config struct {
 
 // DefaultConfig is `make bench`'s workload.
 func DefaultConfig() Config {
-	return Config{Agents: 1000, Interval: time.Second, Outage: 3 * time.Second, Drain: 4 * time.Second, Settle: 90 * time.Second}
+	return Config{Agents: 1000, Interval: 250 * time.Millisecond, Outage: 3 * time.Second, Drain: 4 * time.Second, Settle: 90 * time.Second}
 }
 
 // Downtimes is the per-agent data-path downtime of one scenario.
@@ -144,7 +144,7 @@ func newAgents(cfg Config, front string) []*testagent.Reconnector {
 		h := identityHeader(fmt.Sprintf("bench-node-%d", i), keys[i])
 		out[i] = &testagent.Reconnector{
 			Options: testagent.Options{URL: "ws://" + front + contract.DefaultRelayPath, Header: h, KeepaliveInterval: -1},
-			Key:     keys[i], Peer: keys[i^1], Interval: cfg.Interval,
+			Key:     keys[i], Peer: keys[i^1], Interval: cfg.Interval, GapAfter: 2 * cfg.Interval,
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package testagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -73,6 +74,9 @@ type Reconnector struct {
 	Peer     relayproto.Key
 	Policy   Policy        // zero: AgentPolicy
 	Interval time.Duration // zero: 100 ms
+	// GapAfter is the silence from the peer recorded as a gap; zero: three
+	// intervals.
+	GapAfter time.Duration
 
 	mu       sync.Mutex
 	sessions []SessionRecord
@@ -105,7 +109,7 @@ type DialRecord struct {
 	Err    string
 }
 
-// Gap is a stretch without frames from the peer, longer than 3 intervals.
+// Gap is a stretch without frames from the peer, longer than GapAfter.
 type Gap struct{ From, To time.Time }
 
 // Len is the gap's length.
@@ -224,7 +228,7 @@ func (r *Reconnector) serve(ctx context.Context, c *Conn, rec *SessionRecord) {
 		case src.Equal(r.Key):
 			rec.Live = true
 		case src.Equal(r.Peer):
-			r.peerFrame(time.Now(), 3*interval)
+			r.peerFrame(time.Now(), cmp.Or(r.GapAfter, 3*interval))
 		}
 	}
 	close(stop)
