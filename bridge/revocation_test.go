@@ -181,7 +181,7 @@ func must(t *testing.T, err error) {
 func TestRevocationStale(t *testing.T) {
 	h := startBridge(t, func(o *Options) {
 		o.RevocationAddr = closedAddr(t)
-		o.RevocationStaleTimeout = 300 * time.Millisecond
+		o.RevocationStaleTimeout = time.Second // Register is written well before
 	})
 	ws := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRevocationStale)
@@ -193,9 +193,11 @@ func TestRevocationStale(t *testing.T) {
 // TestTokenExpiryCloses: a session ends when its token expires, plus the
 // grace.
 func TestTokenExpiryCloses(t *testing.T) {
+	// The header has whole seconds: exp is 1 to 2 s away, plus the grace,
+	// so Register is written well before the close.
 	h := startBridge(t, func(o *Options) { o.TokenExpiryGrace = 200 * time.Millisecond })
 	hdr := identity(testKey(1))
-	hdr.Set(contract.HeaderTokenExpires, time.Now().UTC().Format(time.RFC3339))
+	hdr.Set(contract.HeaderTokenExpires, time.Now().Add(2*time.Second).UTC().Format(time.RFC3339))
 	ws := h.registerAs(t, hdr, testKey(1))
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseTokenExpired)
 	testutil.Eventually(t, "counted", func() bool {
