@@ -80,6 +80,11 @@ func FindKubeBinaries(ctx context.Context, repoRoot string, out io.Writer) (Kube
 	if dir := os.Getenv(EnvKubebuilderAssets); dir != "" {
 		return checkBinaries(KubeBinaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd")})
 	}
+	unlock, err := lockBuildCache(repoRoot)
+	if err != nil {
+		return KubeBinaries{}, fmt.Errorf("kube binaries: %w", err)
+	}
+	defer unlock()
 	cache := filepath.Join(repoRoot, "e2e", ".cache", "kube", KubeVersion)
 	bins := KubeBinaries{APIServer: filepath.Join(cache, "kube-apiserver"), Etcd: filepath.Join(cache, "etcd")}
 	if err := os.MkdirAll(cache, 0o755); err != nil {

@@ -29,6 +29,11 @@ func FindTraefik(ctx context.Context, repoRoot string, out io.Writer) (string, e
 	if p := os.Getenv(EnvTraefik); p != "" {
 		return p, checkExecutable(p)
 	}
+	unlock, err := lockBuildCache(repoRoot)
+	if err != nil {
+		return "", fmt.Errorf("traefik: %w", err)
+	}
+	defer unlock()
 	cache := filepath.Join(repoRoot, "e2e", ".cache", "traefik", TraefikVersion)
 	bin := filepath.Join(cache, "traefik")
 	if checkExecutable(bin) == nil {
