@@ -151,9 +151,3 @@ func (b *bubble) register(t *testing.T, k relayproto.Key) (*websocket.Conn, net.
 	}
 	return ws, relayEnd
 }
-
-// expectDeny expects the upgrade to be refused with reason.
-func (b *bubble) expectDeny(t *testing.T, reason contract.Reason) {
-	t.Helper()
-	expectDenyVia(t, websocket.Dialer{NetDialContext: b.ln.DialContext}, "ws://bridge/relay", reason)
-}

@@ -180,7 +180,7 @@ func must(t *testing.T, err error) {
 // (extauthz already judged them) and closed after the stale timeout.
 func TestRevocationStale(t *testing.T) {
 	h := startBridge(t, func(o *Options) {
-		o.RevocationAddr = closedAddr(t)
+		o.RevocationAddr = testutil.ClosedAddr(t)
 		o.RevocationStaleTimeout = time.Second // Register is written well before
 	})
 	ws := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
@@ -234,16 +234,4 @@ func TestBindingHeaderRules(t *testing.T) {
 			}
 		})
 	}
-}
-
-// closedAddr is a loopback address nobody listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -228,24 +227,6 @@ func rawErr(f front, method, target string, header http.Header) (rawResult, erro
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	return rawResult{status: resp.StatusCode, reason: resp.Header.Get(contract.HeaderDenyReason), header: resp.Header}, nil
-}
-
-func httpGetOK(u string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", u, resp.Status)
-		}
-		return nil
-	}
 }
 
 func hostOf(u string) string {

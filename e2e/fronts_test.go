@@ -127,7 +127,6 @@ func (e *env) frontStarts(ctx context.Context, t *testing.T, m *frontMatrix) []f
 		{&frontRow{front: front{name: "nginx"}, short: "mn", runs: "Debian nginx, nginx/wirekube-relay.conf",
 			upgradeAtAuth: true, ownDupAuth: true},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
-				//lint:ignore S1016 a literal keeps compiling when NginxOptions grows fields of its own
 				p, err := stack.StartNginx(ctx, e.procs, e.repo, dir, stack.NginxOptions{Listen: o.Listen,
 					CertFile: o.CertFile, KeyFile: o.KeyFile, ExtauthzHTTP: o.ExtauthzHTTP, Bridge: o.Bridge, LogDir: o.LogDir})
 				return proc(p, o, err)
@@ -267,7 +266,7 @@ func (e *env) startCutExtauthz(ctx context.Context, m *frontMatrix) (grpcAddr, h
 	if err != nil {
 		return "", "", err
 	}
-	if err := stack.WaitFor(ctx, p, 60*time.Second, httpGetOK("http://"+metrics+"/readyz")); err != nil {
+	if err := stack.WaitFor(ctx, p, 60*time.Second, stack.HTTPOK("http://"+metrics+"/readyz")); err != nil {
 		return "", "", err
 	}
 	link.SetTarget("")

@@ -42,7 +42,7 @@ func (s *Stack) StartReplicas(ctx context.Context, extraBridgeArgs ...string) (*
 		return nil, err
 	}
 	r.Bridge2 = p
-	if err := WaitFor(ctx, p, startTimeout, httpOK("http://"+r.Bridge2Metrics+"/readyz")); err != nil {
+	if err := WaitFor(ctx, p, startTimeout, HTTPOK("http://"+r.Bridge2Metrics+"/readyz")); err != nil {
 		r.Close()
 		return nil, err
 	}

@@ -158,7 +158,7 @@ func (s *Stack) StartExtauthz(ctx context.Context) error {
 			return err
 		}
 		s.Extauthz = p
-		return addrInUse(p, WaitFor(ctx, p, startTimeout, httpOK("http://"+s.ExtauthzMetrics+"/readyz")))
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, HTTPOK("http://"+s.ExtauthzMetrics+"/readyz")))
 	})
 }
 
@@ -188,7 +188,7 @@ func (s *Stack) StartBridge(ctx context.Context) error {
 			return err
 		}
 		s.Bridge = p
-		return addrInUse(p, WaitFor(ctx, p, startTimeout, httpOK("http://"+s.BridgeMetrics+"/readyz")))
+		return addrInUse(p, WaitFor(ctx, p, startTimeout, HTTPOK("http://"+s.BridgeMetrics+"/readyz")))
 	})
 }
 
@@ -285,7 +285,8 @@ func (s *Stack) Close() {
 	}
 }
 
-func httpOK(url string) func(context.Context) error {
+// HTTPOK is a WaitFor condition: a GET of url answers 200.
+func HTTPOK(url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
