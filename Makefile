@@ -86,8 +86,23 @@ nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get update -q && apt-get install -y -q nginx; }
 
+.PHONY: e2e-packages
+# What the e2e suite runs besides nginx: Caddy (front matrix), Node and npm
+# (the ws client), Python websockets (the second independent client). The
+# distribution's services are not started (policy-rc.d), as for nginx.
+e2e-packages: nginx ## Install caddy, nodejs, npm, python3-websockets from Debian when missing.
+	@need=""; command -v caddy >/dev/null || need="$$need caddy"; \
+		command -v node >/dev/null || need="$$need nodejs"; command -v npm >/dev/null || need="$$need npm"; \
+		/usr/bin/python3 -c 'import websockets' 2>/dev/null || need="$$need python3-websockets"; \
+		[ -z "$$need" ] || { echo "installing$$need with apt-get (needs root)"; \
+		export DEBIAN_FRONTEND=noninteractive; created=; \
+		[ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; \
+			chmod +x /usr/sbin/policy-rc.d; created=1; }; \
+		apt-get update -q && apt-get install -y -q $$need; rc=$$?; \
+		[ -z "$$created" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; }
+
 .PHONY: e2e
-e2e: build nginx ## The end-to-end suite (real kube-apiserver, nginx, binaries).
+e2e: build e2e-packages ## The end-to-end suite (real kube-apiserver, nginx, Caddy, Traefik, ws clients, binaries).
 	PATH="$$PATH:/usr/sbin" WIREKUBE_E2E_BIN_DIR=$(BIN) $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/... ./demo/...
 
 .PHONY: demo
