@@ -152,36 +152,12 @@ func StartIngressNginx(ctx context.Context, procs *Procs, repoRoot, dir string, 
 	if _, err := writeConfig(dir, "wirekube-relay.conf", site); err != nil {
 		return nil, err
 	}
-	conf, err := writeConfig(dir, "nginx.conf", nginxMainConfigNamed(dir, o.LogDir, "ingress-nginx"))
+	conf, err := writeConfig(dir, "nginx.conf", nginxMainConfig(dir,
+		filepath.Join(o.LogDir, "ingress-nginx-main-error.log")+" crit", "off"))
 	if err != nil {
 		return nil, err
 	}
 	return startNginxProc(ctx, procs, "ingress-nginx", bin, dir, conf, o.Listen)
-}
-
-// nginxMainConfigNamed is the main config around the rendered server, like
-// nginxMainConfig but with its own log file names, so two nginx fronts can
-// share the log directory.
-func nginxMainConfigNamed(dir, logDir, name string) string {
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;" // workers must read the key file of this run
-	}
-	return fmt.Sprintf(`%[1]s
-master_process off;
-pid %[2]s/nginx.pid;
-error_log %[3]s/%[4]s-main-error.log crit;
-events { worker_connections 1024; }
-http {
-    client_body_temp_path %[2]s/client_body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
-    access_log off;
-    include %[2]s/wirekube-relay.conf;
-}
-`, user, dir, logDir, name)
 }
 
 // startNginxProc checks conf with `nginx -t` and runs nginx in the

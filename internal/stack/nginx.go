@@ -91,7 +91,8 @@ func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o Nginx
 		return nil, fmt.Errorf("nginx config: %w", err)
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxMainConfig(dir, o.LogDir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxMainConfig(dir, filepath.Join(o.LogDir, "nginx-error.log")+" info",
+		filepath.Join(o.LogDir, "nginx-access-other.log"))), 0o644); err != nil {
 		return nil, fmt.Errorf("nginx config: %w", err)
 	}
 	if out, err := exec.CommandContext(ctx, bin, "-t", "-p", dir, "-c", conf).CombinedOutput(); err != nil {
@@ -105,19 +106,21 @@ func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o Nginx
 	return p, err
 }
 
-// nginxMainConfig is the minimal main config around the shipped http-context
-// file, with every path inside dir.
-func nginxMainConfig(dir, logDir string) string {
+// nginxMainConfig is the minimal main config around the http-context file
+// dir/wirekube-relay.conf, with every path inside dir. errorLog and
+// accessLog are the values of those directives ("<path> <level>", "off"):
+// the only parts in which the nginx fronts of the suite differ.
+func nginxMainConfig(dir, errorLog, accessLog string) string {
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "user root;" // workers must read the key file of this run
 	}
 	// master_process off: one process, so stopping it by PID (and the
 	// parent-death signal when the test binary dies) leaves no worker behind.
-	return fmt.Sprintf(`%s
+	return fmt.Sprintf(`%[1]s
 master_process off;
 pid %[2]s/nginx.pid;
-error_log %[3]s/nginx-error.log info;
+error_log %[3]s;
 events { worker_connections 1024; }
 http {
     client_body_temp_path %[2]s/client_body;
@@ -125,8 +128,8 @@ http {
     fastcgi_temp_path %[2]s/fastcgi;
     uwsgi_temp_path %[2]s/uwsgi;
     scgi_temp_path %[2]s/scgi;
-    access_log %[3]s/nginx-access-other.log;
+    access_log %[4]s;
     include %[2]s/wirekube-relay.conf;
 }
-`, user, dir, logDir)
+`, user, dir, errorLog, accessLog)
 }
