@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image with every binary users run: wirekube-extauthz, wirekube-bridge,
 # wirekube-relay-probe, wirekube-relay-token. The reference relay
-# (internal/refrelay) is a test fixture and is never built into it.
+# (internal/test/refrelay) is a test fixture and is never built into it.
 # Build: make image (or docker build --build-arg VERSION=dev -t ghcr.io/wirekube/relay-ws:dev .)
 
 FROM golang:1.26.8-bookworm AS build

@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 # only into bin/ for the tests and the demo, never into an image.
 BINARIES := ./bridge/cmd/wirekube-bridge ./extauthz/cmd/wirekube-extauthz \
 	./tools/cmd/wirekube-relay-probe ./tools/cmd/wirekube-relay-token
-FIXTURES := ./internal/refrelay/cmd/wirekube-refrelay
+FIXTURES := ./internal/test/refrelay/cmd/wirekube-refrelay
 # The version every binary reports (--version, first log line,
 # wirekube_build_info); the image is tagged with it.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

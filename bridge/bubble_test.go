@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
 // ErrFailed is returned when the run completed but a step or an attack did

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/manifests"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // agentSA is the agent DaemonSet's ServiceAccount, the one wirekube-extauthz
@@ -122,7 +122,7 @@ func (e *env) startCluster(ctx context.Context, bins stack.KubeBinaries) (string
 // wirekubemeshes; the third-party ones in manifests/ are for other tests) and
 // the agent's namespace and ServiceAccount.
 func (e *env) seed(ctx context.Context) (string, error) {
-	crds, err := manifests.CRDs()
+	crds, err := render.CRDs()
 	if err != nil {
 		return "", err
 	}

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.ClientGoLeaks()...) }

@@ -2,7 +2,7 @@
 // `make up`: a real etcd and kube-apiserver, the WireKubePeer CRD, two Nodes
 // with their agent Pods and peers, the reference relay, wirekube-extauthz,
 // wirekube-bridge and a TLS front (Envoy when on PATH, else nginx), all
-// started and stopped by PID through the e2e harness (internal/stack). `Run`
+// started and stopped by PID through the e2e harness (internal/test/stack). `Run`
 // then moves traffic between two agents, tries a handful of attacks and
 // returns a Report; `Up` keeps the stack running until its context ends.
 package demo
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/logging"
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // Options configure a demo run. The zero value of every field has a working

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

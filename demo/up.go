@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // Up brings the same stack up with node-a and node-b, checks that both

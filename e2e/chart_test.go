@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/wirekube/relay-ws/internal/promql"
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/manifests"
+	"github.com/wirekube/relay-ws/internal/test/promql"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // chartValueSets are the chart shapes dry-run against the API server (the
@@ -36,7 +36,7 @@ var chartValueSets = map[string][]string{
 
 func (e *env) renderChart(t *testing.T, namespace string, extra ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := manifests.HelmTemplate(context.Background(), filepath.Join(e.repo, manifests.ChartPath), namespace, extra...)
+	out, err := render.HelmTemplate(context.Background(), filepath.Join(e.repo, render.ChartPath), namespace, extra...)
 	fatalIf(t, err)
 	objs, err := stack.DecodeObjects(out)
 	fatalIf(t, err)
@@ -152,7 +152,7 @@ func (e *env) testOperatorSignals(t *testing.T) {
 // Grafana dashboard read, with where each is read.
 func (e *env) signalMetrics(t *testing.T) map[string][]string {
 	t.Helper()
-	dir := filepath.Join(e.repo, manifests.ChartPath, "files")
+	dir := filepath.Join(e.repo, render.ChartPath, "files")
 	rules, err := os.ReadFile(filepath.Join(dir, "prometheusrule-spec.yaml"))
 	fatalIf(t, err)
 	dash, err := os.ReadFile(filepath.Join(dir, "grafana-dashboard.json"))

@@ -18,7 +18,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

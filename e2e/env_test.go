@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/internal/testagent"
-	"github.com/wirekube/relay-ws/manifests"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -116,7 +116,7 @@ func (e *env) close(t *testing.T) {
 // seedCluster installs the CRD fixtures and the objects every scenario
 // shares.
 func (e *env) seedCluster(ctx context.Context) error {
-	crds, err := manifests.CRDs()
+	crds, err := render.CRDs()
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
 // testFaults: scenario 7. Each fault hits the shared stack, so the checks

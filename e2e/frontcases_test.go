@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
 // spoofHeaders are client-supplied identity headers in every spelling a

@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // The front matrix: every front the project ships or documents, each a real

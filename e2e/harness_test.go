@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // testHarness proves the test cluster is what the scenarios assume: the

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // apiserverCacheWindow is how long kube-apiserver keeps accepting a token

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/manifests"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // testManifests: every rendered kustomize directory (the base and each
@@ -21,7 +21,7 @@ import (
 // with the CRD fixtures installed for the kinds they use.
 func (e *env) testManifests(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range manifests.Dirs() {
+	for _, dir := range render.Dirs() {
 		t.Run(dir, func(t *testing.T) {
 			objs, err := stack.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", dir))
 			fatalIf(t, err)

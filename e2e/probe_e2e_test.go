@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
 // The recovery suite (issue 14): two agents that follow the real agent's

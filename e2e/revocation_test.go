@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/internal/testagent"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/stack"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 // testTokenPlaces: scenario 9 (issue 11 item 5). A token a client puts

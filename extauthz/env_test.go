@@ -31,7 +31,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 // suiteLog receives the log output of every Authorizer of the test binary;

@@ -10,7 +10,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 func podBound() authnv1.TokenReviewStatus {

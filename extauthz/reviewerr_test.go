@@ -23,7 +23,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 var tokenReviews = schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}

@@ -27,7 +27,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 func unixHTTPClient(sock string) *http.Client {

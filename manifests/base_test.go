@@ -39,7 +39,7 @@ func TestEnvoyConfigNoDrift(t *testing.T) {
 	for _, f := range src {
 		copies[filepath.Base(f)] = f
 	}
-	cm := into[corev1.ConfigMap](t, render(t, "base").one(t, "ConfigMap", ""))
+	cm := into[corev1.ConfigMap](t, renderDir(t, "base").one(t, "ConfigMap", ""))
 	mustf(t, len(cm.Data) == len(copies), "ConfigMap has %d files, want %d (%v)", len(cm.Data), len(copies), copies)
 	for name, f := range copies {
 		want, err := os.ReadFile(f)
@@ -57,7 +57,7 @@ func TestEnvoyConfigNoDrift(t *testing.T) {
 }
 
 func TestBase(t *testing.T) {
-	r := render(t, "base")
+	r := renderDir(t, "base")
 	d := r.deployment(t)
 	for _, tc := range []struct {
 		name  string

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"flag"
+	"github.com/wirekube/relay-ws/internal/test/render"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,16 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wirekube/relay-ws/internal/netpol"
+	"github.com/wirekube/relay-ws/internal/test/netpol"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
 
-var chartDir = filepath.Join("..", ChartPath)
+var chartDir = filepath.Join("..", render.ChartPath)
 
 // renderChart renders the chart into wirekube-system with extra helm args.
 func renderChart(t *testing.T, extra ...string) *rendered {
 	t.Helper()
-	out, err := HelmTemplate(t.Context(), chartDir, namespace, extra...)
+	out, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +46,8 @@ var chartValueSets = map[string][]string{
 func TestChartLint(t *testing.T) {
 	for name, extra := range chartValueSets {
 		t.Run(name, func(t *testing.T) {
-			args := append([]string{"lint", "--strict", chartDir, "--namespace", namespace, "--kube-version", HelmKubeVersion}, extra...)
-			if out, err := Helm(t.Context(), args...); err != nil {
+			args := append([]string{"lint", "--strict", chartDir, "--namespace", namespace, "--kube-version", render.HelmKubeVersion}, extra...)
+			if out, err := render.Helm(t.Context(), args...); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
 		})
@@ -61,7 +62,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"no replicas":           {"--set", "replicas=0"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
+			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
 				t.Fatal("rendered, want a failure")
 			}
 		})
@@ -145,7 +146,7 @@ func sameObjects(t *testing.T, chart, kust []*unstructured.Unstructured) {
 // TestChartMatchesBase: with default values the chart renders the objects
 // of manifests/base.
 func TestChartMatchesBase(t *testing.T) {
-	sameObjects(t, renderChart(t).objs, render(t, "base").objs)
+	sameObjects(t, renderChart(t).objs, renderDir(t, "base").objs)
 	if t.Failed() {
 		t.Log("manifests/base and charts/wirekube-relay-ws must stay equal: a change to one (a flag, a port, a " +
 			"label) goes into the other's templates or values.yaml defaults in the same commit")
@@ -156,7 +157,7 @@ func TestChartMatchesBase(t *testing.T) {
 // components/without-envoy (examples/ingress-nginx without its Ingress).
 func TestChartFrontNoneMatchesComponent(t *testing.T) {
 	var kust []*unstructured.Unstructured
-	for _, o := range render(t, "examples/ingress-nginx").objs {
+	for _, o := range renderDir(t, "examples/ingress-nginx").objs {
 		if o.GetKind() != "Ingress" {
 			kust = append(kust, o)
 		}
@@ -168,7 +169,7 @@ func TestChartFrontNoneMatchesComponent(t *testing.T) {
 // PrometheusRule are those of examples/prometheus.
 func TestChartMonitoringMatchesExample(t *testing.T) {
 	chart := renderChart(t, chartValueSets["monitoring"]...)
-	sameObjects(t, append(chart.all("PodMonitor"), chart.all("PrometheusRule")...), render(t, "examples/prometheus").objs)
+	sameObjects(t, append(chart.all("PodMonitor"), chart.all("PrometheusRule")...), renderDir(t, "examples/prometheus").objs)
 	chart.one(t, "ServiceMonitor", "wirekube-relay-gateway")
 }
 
@@ -191,7 +192,7 @@ func TestChartEnvoyFilesNoDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(filepath.Join(chartDir, "files", copyName))
-		mustf(t, err == nil && string(got) == string(want), "%s/files/%s differs from %s: run make manifests-sync", ChartPath, copyName, src)
+		mustf(t, err == nil && string(got) == string(want), "%s/files/%s differs from %s: run make manifests-sync", render.ChartPath, copyName, src)
 	}
 }
 
@@ -212,7 +213,7 @@ func renderNotes(t *testing.T, extra ...string) string {
 	if err := os.WriteFile(filepath.Join(dir, "templates", "notes-as-template.yaml"), []byte(wrapped), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := HelmTemplate(t.Context(), dir, namespace, append(extra, "--show-only", "templates/notes-as-template.yaml")...)
+	out, err := render.HelmTemplate(t.Context(), dir, namespace, append(extra, "--show-only", "templates/notes-as-template.yaml")...)
 	if err != nil {
 		t.Fatal(err)
 	}

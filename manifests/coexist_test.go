@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/wirekube/relay-ws/internal/netpol"
+	"github.com/wirekube/relay-ws/internal/test/netpol"
 )
 
 // ChartShapes are the WireKube chart's shapes modelled in
@@ -22,7 +22,7 @@ var chartShapes = []string{"tcp", "wss", "mesh-unmanaged"}
 
 func chartFixture(t *testing.T, shape string) *rendered {
 	t.Helper()
-	return render(t, "testdata/wirekube-chart/"+shape)
+	return renderDir(t, "testdata/wirekube-chart/"+shape)
 }
 
 // ours are the renderings of this project an operator installs next to
@@ -31,13 +31,13 @@ func chartFixture(t *testing.T, shape string) *rendered {
 // chart that does not create one (mesh.create: false).
 func ours(t *testing.T, shape string) []*rendered {
 	t.Helper()
-	out := []*rendered{render(t, "base"), render(t, "examples/tcp-migration"), render(t, "examples/ingress-nginx"),
-		render(t, "examples/prometheus")}
+	out := []*rendered{renderDir(t, "base"), renderDir(t, "examples/tcp-migration"), renderDir(t, "examples/ingress-nginx"),
+		renderDir(t, "examples/prometheus")}
 	for _, name := range []string{"default", "front-none", "migration", "monitoring"} {
 		out = append(out, renderChart(t, chartValueSets[name]...))
 	}
 	if shape == "mesh-unmanaged" {
-		out = append(out, render(t, "examples/mesh-managed"))
+		out = append(out, renderDir(t, "examples/mesh-managed"))
 	}
 	return out
 }
@@ -82,7 +82,7 @@ func TestCoexist(t *testing.T) {
 // TestCoexistMeshExampleCollidesWithChartMesh: the reason the guide says to
 // apply our WireKubeMesh only with mesh.create: false.
 func TestCoexistMeshExampleCollidesWithChartMesh(t *testing.T) {
-	mesh := render(t, "examples/mesh-managed").one(t, "WireKubeMesh", "")
+	mesh := renderDir(t, "examples/mesh-managed").one(t, "WireKubeMesh", "")
 	for _, shape := range []string{"tcp", "wss"} {
 		found := slices.ContainsFunc(chartFixture(t, shape).objs, func(o *unstructured.Unstructured) bool {
 			return objectKey(o) == objectKey(mesh)
@@ -238,7 +238,7 @@ func mustAtoi(t *testing.T, s string) int32 {
 }
 
 // TestCoexistFlowModelMatchesChart: the Pods of the flow table
-// (internal/netpol) carry the labels, namespace and network of the chart
+// (internal/test/netpol) carry the labels, namespace and network of the chart
 // fixtures' Pods, so the table's verdicts are about the chart as modelled.
 func TestCoexistFlowModelMatchesChart(t *testing.T) {
 	wss := chartFixture(t, "wss")

@@ -1,7 +1,9 @@
 package manifests
 
 import (
+	"github.com/wirekube/relay-ws/internal/test/render"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -38,7 +40,7 @@ type schemaDoc struct {
 }
 
 func TestPeerCRD(t *testing.T) {
-	data, err := os.ReadFile(PeerCRDPath)
+	data, err := os.ReadFile(filepath.Join("..", render.PeerCRDPath))
 	if err != nil {
 		t.Fatalf("PeerCRDPath: %v", err)
 	}
@@ -61,7 +63,7 @@ func TestPeerCRD(t *testing.T) {
 }
 
 func TestCRDsEmbedded(t *testing.T) {
-	files, err := CRDs()
+	files, err := render.CRDs()
 	if err != nil {
 		t.Fatal(err)
 	}

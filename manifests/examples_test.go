@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"github.com/wirekube/relay-ws/internal/test/render"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,14 +50,14 @@ func TestExamplesCovered(t *testing.T) {
 			mustf(t, checks[e.Name()] != nil, "examples/%s has no checks in exampleChecks", e.Name())
 		}
 	}
-	want := slices.DeleteFunc(Dirs(), func(d string) bool { return d == "base" })
+	want := slices.DeleteFunc(render.Dirs(), func(d string) bool { return d == "base" })
 	mustf(t, slices.Equal(dirs, want), "Dirs() lists %v, examples/ holds %v", want, dirs)
 }
 
 func TestExamples(t *testing.T) {
 	for name, check := range exampleChecks() {
 		t.Run(name, func(t *testing.T) {
-			r := render(t, filepath.Join("examples", name))
+			r := renderDir(t, filepath.Join("examples", name))
 			for _, o := range r.objs {
 				ns := o.GetNamespace()
 				mustf(t, ns == "" || ns == namespace, "%s %s in namespace %q", o.GetKind(), o.GetName(), ns)
@@ -259,7 +260,7 @@ func checkPeerServiceAccount(t *testing.T, r *rendered) {
 
 func checkPodMonitor(t *testing.T, r *rendered) {
 	pm := r.one(t, "PodMonitor", "")
-	base := render(t, "base").deployment(t)
+	base := renderDir(t, "base").deployment(t)
 	ports := map[string]bool{}
 	for _, c := range base.Spec.Template.Spec.Containers {
 		for _, p := range c.Ports {

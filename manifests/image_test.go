@@ -47,11 +47,11 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustf(t, slices.Contains(strings.Fields(string(ignore)), "internal/refrelay"), ".dockerignore must exclude internal/refrelay")
+	mustf(t, slices.Contains(strings.Fields(string(ignore)), "internal/test"), ".dockerignore must exclude internal/test")
 }
 
 // TestImageBuildGraph: the binaries in the image depend on nothing the
-// .dockerignore leaves out (the fixture relay, testdata), so `make image`
+// .dockerignore leaves out (internal/test, testdata), so `make image`
 // builds from the filtered context.
 func TestImageBuildGraph(t *testing.T) {
 	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{join .EmbedFiles \" \"}}"}, imageBinaries...)
@@ -63,7 +63,7 @@ func TestImageBuildGraph(t *testing.T) {
 		t.Fatalf("go list the image's binaries: %v\n%s", err, stderr.String())
 	}
 	for _, line := range strings.Split(out.String(), "\n") {
-		mustf(t, !strings.Contains(line, "internal/refrelay"), "an image binary depends on the fixture relay: %s", line)
+		mustf(t, !strings.Contains(line, "internal/test/"), "an image binary depends on test-only code (internal/test): %s", line)
 		mustf(t, !strings.Contains(line, "testdata/"), "an image binary embeds testdata, which .dockerignore drops: %s", line)
 	}
 }

@@ -1,13 +1,14 @@
 package manifests
 
 import (
+	"github.com/wirekube/relay-ws/internal/test/render"
 	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/wirekube/relay-ws/internal/netpol"
+	"github.com/wirekube/relay-ws/internal/test/netpol"
 )
 
 // policies returns every NetworkPolicy of the rendering.
@@ -21,7 +22,7 @@ func (r *rendered) policies(t *testing.T) []networkingv1.NetworkPolicy {
 }
 
 // checkFlows holds the rendered policies to the gateway's flow table
-// (internal/netpol.GatewayFlows) for shape s.
+// (internal/test/netpol.GatewayFlows) for shape s.
 func checkFlows(t *testing.T, r *rendered, s netpol.Shape) {
 	t.Helper()
 	pols := r.policies(t)
@@ -49,7 +50,7 @@ func checkTCPMigration(t *testing.T, r *rendered) {
 func TestNetworkPolicyFlowsWithoutEnvoy(t *testing.T) {
 	for _, dir := range []string{"examples/ingress-nginx", "examples/envoy-gateway", "examples/istio"} {
 		t.Run(dir, func(t *testing.T) {
-			checkFlows(t, render(t, dir), netpol.Shape{WithoutEnvoy: true})
+			checkFlows(t, renderDir(t, dir), netpol.Shape{WithoutEnvoy: true})
 		})
 	}
 }
@@ -61,8 +62,8 @@ func TestNetworkPolicyFlowsWithoutEnvoy(t *testing.T) {
 func TestEveryNamespacedObjectHasANamespace(t *testing.T) {
 	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "WireKubeMesh": true,
 		"WireKubePeer": true, "CustomResourceDefinition": true, "Namespace": true}
-	for _, dir := range Dirs() {
-		r := render(t, dir)
+	for _, dir := range render.Dirs() {
+		r := renderDir(t, dir)
 		for _, o := range r.objs {
 			mustf(t, clusterScoped[o.GetKind()] || o.GetNamespace() != "", "%s: %s %s has no namespace", dir, o.GetKind(), o.GetName())
 		}

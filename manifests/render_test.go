@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"errors"
+	"github.com/wirekube/relay-ws/internal/test/render"
 	"io"
 	"strings"
 	"testing"
@@ -20,12 +21,12 @@ type rendered struct {
 	objs []*unstructured.Unstructured
 }
 
-// render renders dir with Kustomize (see ResolveKustomize for which
+// renderDir renders dir with render.Kustomize (see render.ResolveKustomize for which
 // kustomize). A failure to find or install one fails the test: these checks
 // are the only thing that renders the manifests in CI.
-func render(t *testing.T, dir string) *rendered {
+func renderDir(t *testing.T, dir string) *rendered {
 	t.Helper()
-	out, err := Kustomize(t.Context(), dir)
+	out, err := render.Kustomize(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

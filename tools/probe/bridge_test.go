@@ -12,9 +12,9 @@ import (
 
 	"github.com/wirekube/relay-ws/bridge"
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/refrelay"
-	"github.com/wirekube/relay-ws/internal/refrelay/refrelaytest"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/refrelay"
+	"github.com/wirekube/relay-ws/internal/test/refrelay/refrelaytest"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/internal/testutil"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 // apiServer answers the three list calls of `list` with one managed

@@ -1,0 +1,279 @@
+// Package bench is the fixed-workload benchmark of the bridge (issue 16). In
+// one run on loopback, against the same reference relay and with the same
+// load generator, it compares the bridge with the naive single-process
+// WebSocket-to-TCP gateway it builds itself (naive.go), plain and with TLS
+// in Go, and the full chain (the shipped nginx config terminating TLS in
+// front of the bridge, over TCP and over a Unix socket) with the naive TLS
+// gateway. Every gateway runs as a child process; the figures to trust are
+// CPU seconds per GB (utime+stime from /proc of the gateway processes,
+// robust to other load on a shared machine) and resident memory per idle
+// registered session. Throughput and round trips are reported as ratios to
+// direct TCP, with the run's steal time beside them.
+package datapath
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/refrelay"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// Config is the workload.
+type Config struct {
+	Frames1400   int // Data frames each way at 1,400 bytes
+	Frames16K    int // Data frames each way at 16 KiB
+	Window       int // frames in flight per direction
+	PingPongs    int // measured round trips
+	PingPayload  int // Data payload bytes of a ping
+	IdleSessions int // registered idle sessions per memory reading
+	Rounds       int // interleaved rounds; each figure keeps its best round
+	NoNginx      bool
+}
+
+// DefaultConfig is the workload of `make bench`.
+func DefaultConfig() Config {
+	return Config{Frames1400: 100000, Frames16K: 20000, Window: 64, PingPongs: 3000, PingPayload: 16,
+		IdleSessions: 20000, Rounds: 3}
+}
+
+// Payload sizes of the CPU runs.
+const (
+	small = 1400
+	large = 16 << 10
+)
+
+// proc is a gateway process whose CPU and memory count.
+type proc struct {
+	name string
+	pid  int
+	gc   func() error // nil: not a Go process
+}
+
+// path is one way to reach the relay.
+type path struct {
+	name  string
+	url   string // "" for direct TCP
+	tls   *tls.Config
+	procs []proc
+	idle  bool // measure memory per idle session
+	salt  byte
+}
+
+// Figures are the measurements of one path.
+type Figures struct {
+	Procs    []string
+	CPU      map[int][]float64 // payload -> CPU s/GB per process (best round)
+	MBps     map[int]float64   // payload -> MB/s both ways (best round)
+	P50, P99 time.Duration
+	RSS      []float64 // bytes per idle session per process
+	Sessions int       // idle sessions of the RSS reading
+}
+
+func (f *Figures) totalCPU(payload int) float64 {
+	var t float64
+	for _, c := range f.CPU[payload] {
+		t += c
+	}
+	return t
+}
+
+func (f *Figures) totalRSS() float64 {
+	var t float64
+	for _, r := range f.RSS {
+		t += r
+	}
+	return t
+}
+
+// Result is one benchmark run.
+type Result struct {
+	Config  Config
+	Paths   map[string]*Figures
+	Order   []string
+	Steal   float64 // stolen share of the machine's CPU time during the run
+	Elapsed time.Duration
+	Note    string // what could not run (no nginx, no envoy)
+}
+
+// Path names.
+const (
+	pDirect   = "direct TCP"
+	pBridge   = "bridge (ws)"
+	pNaive    = "naive gateway (ws)"
+	pChain    = "nginx TLS + bridge (TCP hop)"
+	pChainUDS = "nginx TLS + bridge (Unix socket hop)"
+	pNaiveTLS = "naive gateway (Go TLS)"
+)
+
+// Run starts every gateway and runs the workload against relay.
+func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr string) (*Result, error) {
+	start := time.Now()
+	cpu0, err := machineCPU()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "wirekube-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	paths, stop, note, err := startPaths(ctx, cfg, dir, relayAddr)
+	defer stop()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, Paths: map[string]*Figures{}, Note: note}
+	for _, p := range paths {
+		res.Order = append(res.Order, p.name)
+		f := &Figures{CPU: map[int][]float64{}, MBps: map[int]float64{}}
+		for _, pr := range p.procs {
+			f.Procs = append(f.Procs, pr.name)
+		}
+		res.Paths[p.name] = f
+	}
+	paths = onlyPaths(paths, os.Getenv(onlyPathsEnv))
+	// Rounds interleave the paths so a swing in machine load hits all.
+	for round := range max(cfg.Rounds, 1) {
+		for _, p := range paths {
+			if err := measurePath(ctx, cfg, relay, relayAddr, p, res.Paths[p.name], round); err != nil {
+				return nil, fmt.Errorf("%s: %w", p.name, err)
+			}
+		}
+	}
+	for _, p := range paths {
+		if p.idle {
+			if err := measureIdle(ctx, cfg, relay, p, res.Paths[p.name]); err != nil {
+				return nil, fmt.Errorf("%s idle sessions: %w", p.name, err)
+			}
+		}
+	}
+	cpu1, err := machineCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.Steal, res.Elapsed = stealShare(cpu0, cpu1), time.Since(start)
+	return res, nil
+}
+
+// startPaths starts the gateways: a bridge and a naive gateway (plain ws), a
+// naive TLS gateway, and nginx in front of a bridge over TCP and of another
+// over a Unix socket.
+func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path, func(), string, error) {
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	fail := func(err error) ([]path, func(), string, error) { return nil, stop, "", err }
+	cert, key, clientTLS, err := benchCert(dir)
+	if err != nil {
+		return fail(err)
+	}
+	start := func(role string, env ...string) (*child, error) {
+		c, err := startChild(role, relayAddr, env...)
+		if err == nil {
+			stops = append(stops, c.stop)
+		}
+		return c, err
+	}
+	br, err := start(roleBridge)
+	if err != nil {
+		return fail(err)
+	}
+	nv, err := start(roleNaive)
+	if err != nil {
+		return fail(err)
+	}
+	nvTLS, err := start(roleNaiveTLS, childCertEnv+"="+cert+":"+key)
+	if err != nil {
+		return fail(err)
+	}
+	goProc := func(name string, c *child) proc { return proc{name: name, pid: c.pid(), gc: c.gc} }
+	paths := []path{
+		{name: pDirect, salt: 10},
+		{name: pBridge, url: "ws://" + br.addr + "/relay", procs: []proc{goProc("bridge", br)}, idle: true, salt: 11},
+		{name: pNaive, url: "ws://" + nv.addr + "/relay", procs: []proc{goProc("naive", nv)}, idle: true, salt: 12},
+		{name: pNaiveTLS, url: "wss://" + nvTLS.addr + "/relay", tls: clientTLS,
+			procs: []proc{goProc("naive", nvTLS)}, idle: true, salt: 13},
+	}
+	bin := nginxBinary()
+	note := "bridge without --revocation-addr (no extauthz here); no envoy binary on PATH: the Envoy chain is not measured"
+	switch {
+	case cfg.NoNginx:
+		return paths, stop, note + "; nginx chain skipped (NoNginx)", nil
+	case bin == "":
+		return paths, stop, note + "; no nginx binary: the nginx chain is not measured", nil
+	}
+	auth, stopAuth, err := startBenchAuth()
+	if err != nil {
+		return fail(err)
+	}
+	stops = append(stops, stopAuth)
+	sock := filepath.Join(dir, "bridge.sock")
+	brUDS, err := start(roleBridge, childListenEnv+"=unix:"+sock)
+	if err != nil {
+		return fail(err)
+	}
+	for i, c := range []struct {
+		name, bridge string
+		br           *child
+		idle         bool
+	}{{pChain, br.addr, br, true}, {pChainUDS, "unix:" + sock, brUDS, false}} {
+		d := filepath.Join(dir, fmt.Sprintf("nginx%d", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail(err)
+		}
+		n, err := startNginx(ctx, bin, d, c.bridge, auth, cert, key)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, n.stop)
+		paths = append(paths, path{name: c.name, url: "wss://" + n.addr + "/relay", tls: clientTLS,
+			procs: []proc{{name: "nginx", pid: n.pid()}, goProc("bridge", c.br)}, idle: c.idle, salt: byte(14 + i)})
+	}
+	return paths, stop, note, nil
+}
+
+func (p path) dial(ctx context.Context, relayAddr string, k relayproto.Key, bufSize int) (peer, error) {
+	if p.url == "" {
+		c, err := dialTCP(ctx, relayAddr, k)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	ws, err := dialWS(ctx, p.url, k, bufSize, p.tls)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return ws, nil
+}
+
+// onlyPathsEnv, when set, is a comma-separated list of path name prefixes
+// to measure (direct TCP is always measured): for trying one lever at a
+// time without the whole run. `make bench` leaves it unset.
+const onlyPathsEnv = "WIREKUBE_BENCH_ONLY"
+
+func onlyPaths(paths []path, only string) []path {
+	if only == "" {
+		return paths
+	}
+	var out []path
+	for _, p := range paths {
+		keep := p.name == pDirect
+		for _, prefix := range strings.Split(only, ",") {
+			keep = keep || (prefix != "" && strings.HasPrefix(p.name, prefix))
+		}
+		if keep {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,203 @@
+package datapath
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// nginxBinary is the system nginx, or "" when there is none (the full-chain
+// rows then say so).
+func nginxBinary() string {
+	if p, err := exec.LookPath("nginx"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
+		return "/usr/sbin/nginx"
+	}
+	return ""
+}
+
+// nginxFront is the shipped nginx/wirekube-relay.conf in front of a bridge,
+// as one process (master_process off), so its CPU and memory are one PID's.
+type nginxFront struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// nginxMain is the main config around the shipped http-context file: enough
+// descriptors and connections for the idle-session run (two per session).
+const nginxMain = `master_process off;
+worker_rlimit_nofile 262144;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log crit;
+events { worker_connections 131072; }
+http {
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    access_log off;
+    include %[1]s/site.conf;
+}
+`
+
+// startNginx renders the shipped config (only the substitutions the e2e
+// suite makes) for this run and waits until nginx serves TLS. bridge is
+// host:port or unix:/path.
+func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key string) (*nginxFront, error) {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	shipped, err := os.ReadFile(filepath.Join(root, stack.NginxConfigPath))
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	site, err := stack.RenderNginxConfig(string(shipped), stack.NginxOptions{
+		Listen: addr, CertFile: cert, KeyFile: key, ExtauthzHTTP: auth, Bridge: bridge, LogDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	site, err = tuneNginx(site)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxMain, dir)), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-g", "daemon off;")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
+	}
+	n := &nginxFront{cmd: cmd, addr: addr}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			n.stop()
+			return nil, fmt.Errorf("nginx does not listen on %s: %w", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (n *nginxFront) pid() int { return n.cmd.Process.Pid }
+
+func (n *nginxFront) stop() {
+	_ = n.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = n.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// benchAuth stands in for wirekube-extauthz's HTTP mode behind nginx's
+// auth_request: it allows any request whose bearer token is the base64 of
+// a key and answers the identity headers for that key. The benchmark
+// measures the data path, not the review.
+func startBenchAuth() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		if err != nil || len(raw) != relayproto.KeySize {
+			w.Header().Set(contract.HeaderDenyReason, string(contract.ReasonTokenMalformed))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		for k, v := range identityHeaders(relayproto.Key(raw)) {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	return ln.Addr().String(), func() { hs.Close() }, nil
+}
+
+// benchCert writes a fresh serving certificate for 127.0.0.1 and returns
+// its files and a client config that trusts only it.
+func benchCert(dir string) (cert, key string, client *tls.Config, err error) {
+	ca, err := stack.NewCA("wirekube-bench-ca")
+	if err != nil {
+		return "", "", nil, err
+	}
+	kp, err := ca.ServerCert("wirekube-bench", "relay.example.com")
+	if err != nil {
+		return "", "", nil, err
+	}
+	cert, key, err = kp.WriteFiles(dir, "bench")
+	if err != nil {
+		return "", "", nil, err
+	}
+	return cert, key, &tls.Config{RootCAs: ca.Pool(), ServerName: "relay.example.com", MinVersion: tls.VersionTLS12}, nil
+}
+
+// nginxTuneEnv, when set, holds extra directives for trying an nginx
+// setting without editing the shipped file: "server:<directives>",
+// "relay:<directives>" and "auth:<directives>" parts separated by "|", each
+// added at the top of the server block, the relay location or the auth
+// location. `make bench` leaves it unset and measures the shipped file.
+const nginxTuneEnv = "WIREKUBE_BENCH_NGINX_TUNE"
+
+func tuneNginx(site string) (string, error) {
+	tune := os.Getenv(nginxTuneEnv)
+	if tune == "" {
+		return site, nil
+	}
+	anchors := map[string]string{
+		"server": "server {\n",
+		"relay":  "location = /relay {\n",
+		"auth":   "location = /_wirekube_auth {\n",
+	}
+	for _, part := range strings.Split(tune, "|") {
+		where, directives, ok := strings.Cut(part, ":")
+		anchor := anchors[where]
+		if !ok || anchor == "" || strings.Count(site, anchor) != 1 {
+			return "", fmt.Errorf("%s: bad part %q", nginxTuneEnv, part)
+		}
+		site = strings.Replace(site, anchor, anchor+"    "+directives+"\n", 1)
+	}
+	return site, nil
+}

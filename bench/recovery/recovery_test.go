@@ -1,0 +1,56 @@
+package recovery
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRecoverySmall runs both scenarios with a few agents, so the
+// benchmark's code runs in every unit test run. It asserts only that every
+// pair exchanges frames again and that no upgrade was a false connect.
+func TestRecoverySmall(t *testing.T) {
+	cfg := Config{Agents: 8, Interval: 100 * time.Millisecond, Outage: 500 * time.Millisecond, Drain: 400 * time.Millisecond, Settle: 30 * time.Second}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	res.Print(&sb)
+	t.Log("\n" + sb.String())
+	for name, d := range map[string]Downtimes{"relay restart": res.RelayRestart, "bridge drain": res.BridgeDrain} {
+		if d.FalseConnects != 0 {
+			t.Errorf("%s: %d false connects", name, d.FalseConnects)
+		}
+	}
+	if res.RelayRestart.Affected == 0 {
+		t.Error("the relay restart cut no agent: the scenario did nothing")
+	}
+}
+
+// BenchmarkRecovery prints the downtimes of DefaultConfig's 1,000 agents
+// (figures, not assertions). It runs once whatever b.N is.
+func BenchmarkRecovery(b *testing.B) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+		lim.Cur = lim.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	if b.N > 1 {
+		b.Skip("runs once")
+	}
+	res, err := Run(context.Background(), DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Print(os.Stdout)
+	b.ReportMetric(res.RelayRestart.P99.Seconds(), "relay-restart-p99-s")
+	b.ReportMetric(res.BridgeDrain.P99.Seconds(), "bridge-drain-p99-s")
+}

@@ -1,0 +1,356 @@
+package readme
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// specPath is the document every code comment cites by anchor.
+const specPath = "docs/spec.md"
+
+// codeConst is one reason or result code found in the Go sources.
+type codeConst struct {
+	name  string // Go identifier, qualified when outside internal/contract
+	value string
+	file  string
+	// closeCodes are the close codes the bridge sends with this code
+	// (0: no close frame), from its closeWith calls.
+	closeCodes []int
+}
+
+// docRow is one row of a code table in the spec.
+type docRow struct {
+	code   string
+	anchor string // the section the table is in
+	line   int
+	status string // "HTTP" column, if the table has one
+	close  string // "close" column, if the table has one
+}
+
+// wsCloseCodes maps gorilla/websocket's close code names to their values.
+var wsCloseCodes = map[string]int{
+	"CloseNormalClosure": 1000, "CloseGoingAway": 1001, "CloseProtocolError": 1002,
+	"CloseUnsupportedData": 1003, "CloseNoStatusReceived": 1005, "CloseAbnormalClosure": 1006,
+	"CloseInvalidFramePayloadData": 1007, "ClosePolicyViolation": 1008, "CloseMessageTooBig": 1009,
+	"CloseMandatoryExtension": 1010, "CloseInternalServerErr": 1011, "CloseServiceRestart": 1012,
+	"CloseTryAgainLater": 1013, "CloseTLSHandshake": 1015,
+}
+
+// notCodeTypes are named string types of internal/contract whose constants
+// are not reason or result codes (none today).
+var notCodeTypes = map[string]bool{}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestSpecListsEveryCode keeps docs/spec.md and the Go code in step: every
+// reason or result code declared in the code has a row in one of the
+// spec's code tables, every row names a code the code declares, deny
+// reasons carry Reason.HTTPStatus() and close reasons the codes the bridge
+// sends with them.
+func TestSpecListsEveryCode(t *testing.T) {
+	root := repoRoot(t)
+	codes := scanCodes(t, root)
+	if len(codes) < 40 {
+		t.Fatalf("found only %d codes in the Go sources: the scanner is broken", len(codes))
+	}
+	rows := parseSpecTables(t, filepath.Join(root, specPath))
+	if len(rows) < 40 {
+		t.Fatalf("found only %d code rows in %s: the table parser is broken", len(rows), specPath)
+	}
+	byValue := map[string][]codeConst{}
+	for _, c := range codes {
+		byValue[c.value] = append(byValue[c.value], c)
+	}
+	docByCode := map[string][]docRow{}
+	for _, r := range rows {
+		docByCode[r.code] = append(docByCode[r.code], r)
+		if _, ok := byValue[r.code]; !ok {
+			t.Errorf("%s:%d lists `%s` (in #%s) but no Go constant has that value: remove the row, or declare the "+
+				"code in internal/contract", specPath, r.line, r.code, r.anchor)
+		}
+	}
+	for _, c := range codes {
+		if len(docByCode[c.value]) == 0 {
+			t.Errorf("%s (%q, %s) is not in %s: add the row\n\t%s\nto the table under <a id=%q>",
+				c.name, c.value, c.file, specPath, suggestRow(c), suggestAnchor(c))
+		}
+	}
+	checkStatuses(t, codes, rows)
+	checkCloseCodes(t, codes, rows)
+}
+
+func suggestAnchor(c codeConst) string {
+	switch {
+	case strings.HasPrefix(bareName(c.name), "Reason"):
+		return "deny-reasons"
+	case slices.ContainsFunc(c.closeCodes, func(n int) bool { return n != 0 }) ||
+		strings.HasPrefix(bareName(c.name), "Close"):
+		return "close-reasons"
+	case strings.Contains(c.file, "extauthz"):
+		return "check-results"
+	}
+	return "results"
+}
+
+func suggestRow(c codeConst) string {
+	switch suggestAnchor(c) {
+	case "deny-reasons":
+		return fmt.Sprintf("| `%s` | %d | extauthz or bridge | when ... |", c.value, contract.Reason(c.value).HTTPStatus())
+	case "close-reasons":
+		return fmt.Sprintf("| `%s` | %s | when ... |", c.value, closeCell(c.closeCodes))
+	case "check-results":
+		return fmt.Sprintf("| `%s` | where ... | meaning ... |", c.value)
+	}
+	return fmt.Sprintf("| `%s` | when ... |", c.value)
+}
+
+func closeCell(codes []int) string {
+	if len(codes) == 0 {
+		return "1008"
+	}
+	var s []string
+	for _, n := range codes {
+		if n == 0 {
+			s = append(s, "none")
+		} else {
+			s = append(s, strconv.Itoa(n))
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func bareName(name string) string { return name[strings.LastIndex(name, ".")+1:] }
+
+// checkStatuses compares the HTTP column of deny rows with HTTPStatus().
+func checkStatuses(t *testing.T, codes []codeConst, rows []docRow) {
+	t.Helper()
+	deny := map[string]bool{}
+	for _, c := range codes {
+		if strings.HasPrefix(bareName(c.name), "Reason") {
+			deny[c.value] = true
+		}
+	}
+	for _, r := range rows {
+		if r.status == "" {
+			continue
+		}
+		want := contract.Reason(r.code).HTTPStatus()
+		if !deny[r.code] {
+			t.Errorf("%s:%d: `%s` is in a table with an HTTP column but is no Reason* constant in internal/contract",
+				specPath, r.line, r.code)
+		} else if r.status != strconv.Itoa(want) {
+			t.Errorf("%s:%d: `%s` says HTTP %s, contract.Reason.HTTPStatus() answers %d: fix the row or HTTPStatus",
+				specPath, r.line, r.code, r.status, want)
+		}
+	}
+}
+
+// checkCloseCodes compares the close column with the bridge's closeWith calls.
+func checkCloseCodes(t *testing.T, codes []codeConst, rows []docRow) {
+	t.Helper()
+	sent := map[string][]int{}
+	for _, c := range codes {
+		sent[c.value] = append(sent[c.value], c.closeCodes...)
+	}
+	pairs := 0
+	for _, r := range rows {
+		if r.close == "" {
+			continue
+		}
+		doc := parseCloseCell(r.close)
+		for _, n := range sent[r.code] {
+			pairs++
+			if !slices.Contains(doc, n) {
+				t.Errorf("%s:%d: the bridge closes `%s` with %s, the row says %q: add it to the close column",
+					specPath, r.line, r.code, closeCell([]int{n}), r.close)
+			}
+		}
+		if len(sent[r.code]) == 0 {
+			t.Errorf("%s:%d: `%s` is a close reason but no closeWith(code, %s) call in bridge/ sends it",
+				specPath, r.line, r.code, r.code)
+		}
+	}
+	if pairs < 10 {
+		t.Fatalf("matched only %d closeWith calls in bridge/ to close rows: the scanner is broken", pairs)
+	}
+}
+
+var closeNumber = regexp.MustCompile(`\b1\d{3}\b|\bnone\b`)
+
+func parseCloseCell(cell string) []int {
+	var out []int
+	for _, m := range closeNumber.FindAllString(cell, -1) {
+		n, _ := strconv.Atoi(m) // "none" -> 0
+		out = append(out, n)
+	}
+	return out
+}
+
+var (
+	anchorRe   = regexp.MustCompile(`<a id="([a-z0-9-]+)"></a>`)
+	codeCellRe = regexp.MustCompile("^`([a-z0-9_]+)`$")
+)
+
+// parseSpecTables reads every Markdown table whose first header cell is
+// "code" and returns its rows with the anchor of the section above it.
+func parseSpecTables(t *testing.T, path string) []docRow {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []docRow
+	var anchor string
+	var header []string // non-nil inside a code table
+	for i, line := range strings.Split(string(b), "\n") {
+		if m := anchorRe.FindStringSubmatch(line); m != nil && !strings.HasPrefix(line, "|") {
+			anchor = m[1]
+		}
+		if !strings.HasPrefix(line, "|") {
+			header = nil
+			continue
+		}
+		cells := splitRow(line)
+		switch {
+		case header == nil && strings.EqualFold(cells[0], "code"):
+			header = cells
+		case header == nil || strings.HasPrefix(cells[0], "---"):
+		default:
+			m := codeCellRe.FindStringSubmatch(cells[0])
+			if m == nil {
+				t.Errorf("%s:%d: first cell %q of a code table is not one `code`", specPath, i+1, cells[0])
+				continue
+			}
+			r := docRow{code: m[1], anchor: anchor, line: i + 1}
+			for j, h := range header {
+				if j < len(cells) && strings.EqualFold(h, "HTTP") {
+					r.status = cells[j]
+				}
+				if j < len(cells) && strings.EqualFold(h, "close") {
+					r.close = cells[j]
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func splitRow(line string) []string {
+	cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells
+}
+
+var (
+	citationRe  = regexp.MustCompile(`spec\.md#([A-Za-z0-9_-]+)`)
+	staleSpecRe = regexp.MustCompile(`\bSPEC (section |§ ?)?\d`)
+)
+
+// TestSpecCitations fails on a citation of a docs/spec.md anchor that does
+// not exist, and on a citation of the out-of-tree "SPEC section N".
+func TestSpecCitations(t *testing.T) {
+	root := repoRoot(t)
+	spec, err := os.ReadFile(filepath.Join(root, specPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range anchorRe.FindAllStringSubmatch(string(spec), -1) {
+		anchors[m[1]] = true
+	}
+	cited := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !textFile(d.Name()) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range citationRe.FindAllStringSubmatch(line, -1) {
+				cited++
+				if !anchors[m[1]] {
+					t.Errorf("%s:%d cites %s#%s: no <a id=%q></a> in %s", rel, i+1, specPath, m[1], m[1], specPath)
+				}
+			}
+			if staleSpecRe.MatchString(line) && rel != "internal/test/readme/spec_test.go" {
+				t.Errorf("%s:%d cites %q, a document outside the repository: cite %s#<anchor> instead",
+					rel, i+1, staleSpecRe.FindString(line), specPath)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 15 {
+		t.Errorf("found only %d citations of %s: the scanner is broken or the comments lost them", cited, specPath)
+	}
+}
+
+func textFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".go", ".md", ".yaml", ".yml", ".conf", ".json", ".txt", ".sh", ".tpl", ".caddyfile":
+		return true
+	}
+	return name == "Makefile" || name == "Dockerfile" || name == "Caddyfile"
+}
+
+// TestReadmeContractListsEveryCode: every deny and close reason of the spec
+// also stands in README.md's contract section (the short table users read).
+func TestReadmeContractListsEveryCode(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, `<a id="contract"></a>`)
+	if start < 0 {
+		t.Fatal(`README.md has no <a id="contract"></a> section`)
+	}
+	section := readme[start:]
+	heading := strings.Index(section, "\n## ") + 1 // the section's own heading
+	if end := strings.Index(section[heading:], "\n## "); end >= 0 {
+		section = section[:heading+end]
+	}
+	for _, r := range parseSpecTables(t, filepath.Join(root, specPath)) {
+		if r.anchor != "deny-reasons" && r.anchor != "close-reasons" {
+			continue
+		}
+		if !strings.Contains(section, "`"+r.code+"`") {
+			t.Errorf("README.md's contract section lacks `%s` (%s:%d, #%s): add it to the row of its status or close code",
+				r.code, specPath, r.line, r.anchor)
+		}
+	}
+}

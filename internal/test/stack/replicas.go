@@ -1,0 +1,112 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/wirekube/relay-ws/internal/test/envoystandin"
+)
+
+// Replicas is a second bridge beside the stack's and one front of each kind
+// in front of both (nginx upstream with two servers, the stand-in's bridge
+// cluster with two endpoints): the drain hand-over test. The stack's own
+// fronts keep going to the stack's bridge only.
+type Replicas struct {
+	Bridge2                     *Proc
+	Bridge2Addr, Bridge2Metrics string
+	NginxAddr, StandinAddr      string
+	Nginx                       *Proc
+	standinStop                 context.CancelFunc
+	standinDone                 chan error
+	standinLog                  *os.File
+}
+
+// StartReplicas starts the second bridge (same flags as the stack's, plus
+// extraBridgeArgs) and the two-bridge fronts. Close stops all of them.
+func (s *Stack) StartReplicas(ctx context.Context, extraBridgeArgs ...string) (*Replicas, error) {
+	r := &Replicas{}
+	if err := repickAddrs(&r.Bridge2Addr, &r.Bridge2Metrics, &r.NginxAddr); err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--listen=" + r.Bridge2Addr, "--metrics-listen=" + r.Bridge2Metrics, "--relay-addr=" + s.RelayAddr,
+		"--log-format=json",
+	}, append(append([]string(nil), s.opts.BridgeArgs...), extraBridgeArgs...)...)
+	p, err := s.procs.Start("bridge2", s.opts.Bins["wirekube-bridge"], args...)
+	if err != nil {
+		return nil, err
+	}
+	r.Bridge2 = p
+	if err := WaitFor(ctx, p, startTimeout, HTTPOK("http://"+r.Bridge2Metrics+"/readyz")); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := r.startFronts(ctx, s); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Replicas) startFronts(ctx context.Context, s *Stack) error {
+	cert, key, err := s.frontCert()
+	if err != nil {
+		return err
+	}
+	r.Nginx, err = StartNginx(ctx, s.procs, s.opts.RepoRoot, filepath.Join(s.opts.Dir, "nginx-replicas"), NginxOptions{
+		Listen: r.NginxAddr, CertFile: cert, KeyFile: key, ExtauthzHTTP: s.ExtauthzHTTP,
+		Bridge: s.BridgeAddr, ExtraBridges: []string{r.Bridge2Addr}, LogDir: s.procs.LogDir, // shared files: the log scan reads them too
+	})
+	if err != nil {
+		return fmt.Errorf("nginx with two bridges: %w", err)
+	}
+	kp, err := loadKeyPair(cert, key)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(s.procs.LogDir, "envoy-standin-replicas.log"))
+	if err != nil {
+		return fmt.Errorf("standin log: %w", err)
+	}
+	srv, err := envoystandin.New(envoystandin.Options{
+		TLS: kp, ExtauthzGRPC: s.ExtauthzGRPC, Bridge: s.BridgeAddr, ExtraBridges: []string{r.Bridge2Addr},
+		Logger: slog.New(slog.NewJSONHandler(f, nil)).With("component", "envoy-standin-replicas"), AccessLog: f,
+	})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("standin listen: %w", err)
+	}
+	r.StandinAddr = ln.Addr().String()
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.standinStop, r.standinDone, r.standinLog = cancel, make(chan error, 1), f
+	go func() { r.standinDone <- srv.Serve(runCtx, ln) }() // owned: Close waits
+	return nil
+}
+
+// Close stops the second bridge, the nginx and the stand-in of the
+// replicas (not the stack's bridge).
+func (r *Replicas) Close() error {
+	var errs []error
+	if r.standinStop != nil {
+		r.standinStop()
+		<-r.standinDone
+		r.standinLog.Close()
+		r.standinStop = nil
+	}
+	for _, p := range []*Proc{r.Nginx, r.Bridge2} {
+		if p != nil {
+			errs = append(errs, p.Stop(startTimeout))
+		}
+	}
+	return errors.Join(errs...)
+}
