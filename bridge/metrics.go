@@ -9,6 +9,15 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
+// This file holds every collector of the bridge. Each group has a struct and
+// a constructor newXMetrics(reg) that creates, registers and pre-labels its
+// collectors on the registry passed to New (never the global one); the
+// gauges that read the Server's state when scraped are registered by
+// registerStateMetrics once the Server exists.
+
+// metricsNamespace prefixes every bridge metric name.
+const metricsNamespace = "wirekube_bridge"
+
 // Directions of the frame and byte counters.
 const (
 	dirClientToRelay = "client_to_relay"
@@ -17,6 +26,9 @@ const (
 
 // Reasons of wirekube_bridge_dropped_frames_total.
 const dropUnknownType = "unknown_type"
+
+// Outcomes of wirekube_bridge_relay_hold_duration_seconds.
+var holdOutcomes = []string{"relay_up", "timeout", "client_gone", "draining", "refused"}
 
 // bridgeDenyReasons are the reasons the bridge answers before an upgrade.
 func bridgeDenyReasons() []contract.Reason {
@@ -30,8 +42,27 @@ func bridgeDenyReasons() []contract.Reason {
 	}
 }
 
-// metrics are the bridge's Prometheus collectors, registered on the registry
-// passed to New (never the global one).
+// sessionEndReasons are close reasons exported at zero in sessions_total so
+// that alerts on them need no absent() guard.
+func sessionEndReasons() []contract.Reason {
+	return []contract.Reason{
+		contract.CloseTokenExpired, contract.CloseSessionReplaced, contract.CloseRevocationStale,
+		contract.CloseRevoked, contract.ClosePeerKeyChanged, contract.ReasonPodNotFound,
+		contract.ReasonServiceAccountNotFound, contract.ReasonPeerNotFound, contract.ReasonNodeMismatch,
+	}
+}
+
+// register registers every collector, stopping at the first error.
+func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metrics are the collectors of sessions, frames and upgrades.
 type metrics struct {
 	sessionsActive  prometheus.Gauge
 	sessions        *prometheus.CounterVec // result
@@ -40,7 +71,7 @@ type metrics struct {
 	relayDial       *prometheus.HistogramVec
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
-	recoveryMetrics // metricsrecovery.go
+	recoveryMetrics
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
 
@@ -52,7 +83,7 @@ type metrics struct {
 type frameCounter struct{ frames, bytes prometheus.Counter }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns = "wirekube_bridge"
+	const ns = metricsNamespace
 	m := &metrics{
 		sessionsActive: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_active",
 			Help: "Sessions currently upgraded (WebSocket open, relay connected)."}),
@@ -75,14 +106,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Relay frames by direction and type."}, []string{"direction", "type"})
 	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bytes_total",
 		Help: "Relay frame bytes (header included) by direction and type."}, []string{"direction", "type"})
-	for _, c := range []prometheus.Collector{m.sessionsActive, m.sessions, m.sessionDuration, m.rejects,
-		m.relayDial, m.dropped, messages, frames, bytes} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := register(reg, m.sessionsActive, m.sessions, m.sessionDuration, m.rejects,
+		m.relayDial, m.dropped, messages, frames, bytes); err != nil {
+		return nil, err
+	}
+	if err := m.recoveryMetrics.init(reg); err != nil {
+		return nil, err
 	}
 	for _, r := range bridgeDenyReasons() {
 		m.rejects.WithLabelValues(string(r)) // export zeros for every reason the bridge answers
+	}
+	for _, r := range sessionEndReasons() {
+		m.sessions.WithLabelValues(string(r))
 	}
 	m.messagesToRelay = messages.WithLabelValues(dirClientToRelay)
 	m.messagesToClient = messages.WithLabelValues(dirRelayToClient)
@@ -107,4 +142,121 @@ func (m *metrics) observeDial(d time.Duration, err error) {
 		result = "error"
 	}
 	m.relayDial.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// recoveryMetrics are the collectors of the relay hold, the per-peer
+// limits, the probe mode and the key-mismatch backoff (part of metrics).
+type recoveryMetrics struct {
+	relayHeld         prometheus.Gauge
+	holdDuration      *prometheus.HistogramVec // outcome
+	probes            *prometheus.CounterVec   // result
+	keyBackoffStrikes prometheus.Counter
+}
+
+func (m *recoveryMetrics) init(reg prometheus.Registerer) error {
+	const ns = metricsNamespace
+	m.relayHeld = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "relay_held_requests",
+		Help: "Upgrades held unanswered while the relay is unreachable (--relay-wait)."})
+	m.holdDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "relay_hold_duration_seconds",
+		Help:    "Time upgrades were held waiting for the relay, by outcome.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8}}, []string{"outcome"})
+	m.probes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "probe_sessions_total",
+		Help: "Probe-mode sessions (subprotocol wirekube.relay.probe.v1) by result."}, []string{"result"})
+	m.keyBackoffStrikes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "key_mismatch_strikes_total",
+		Help: "Register key mismatches that started or lengthened an identity's backoff window."})
+	if err := register(reg, m.relayHeld, m.holdDuration, m.probes, m.keyBackoffStrikes); err != nil {
+		return err
+	}
+	for _, o := range holdOutcomes {
+		m.holdDuration.WithLabelValues(o)
+	}
+	return nil
+}
+
+func (m *recoveryMetrics) observeHold(d time.Duration, outcome string) {
+	m.holdDuration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// registerStateMetrics registers the gauges read from s when scraped, and
+// the configured limits, so that alerts and dashboards can compare usage
+// with them (sessions_active / sessions_limit) without knowing the flags.
+func registerStateMetrics(reg prometheus.Registerer, s *Server) error {
+	const ns = metricsNamespace
+	limit := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_limit",
+		Help: "The --max-sessions cap: beyond it upgrades get 503 at_capacity."})
+	limit.Set(float64(s.cfg.MaxSessions))
+	backoffLen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "key_mismatch_backoff_identities",
+		Help: "Identities remembered by the key-mismatch backoff (bounded LRU)."},
+		func() float64 { return float64(s.backoff.len()) })
+	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "peers_active",
+		Help: "WireKubePeers with at least one admitted request (per-peer limits)."},
+		func() float64 { return float64(s.peers.len()) })
+	return register(reg, limit, backoffLen, peers)
+}
+
+// dialMetrics count the relay dialer's steps (relaydial.go). The whole
+// dial's latency stays in wirekube_bridge_relay_dial_duration_seconds.
+type dialMetrics struct {
+	attempts  *prometheus.CounterVec // result
+	resolves  *prometheus.CounterVec // result
+	addresses prometheus.Gauge
+}
+
+func newDialMetrics(reg prometheus.Registerer) (*dialMetrics, error) {
+	const ns = metricsNamespace
+	m := &dialMetrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "relay_dial_attempts_total",
+			Help: "Connection attempts to one relay address by result (ok, refused, timeout, canceled, error)."},
+			[]string{"result"}),
+		resolves: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "relay_resolves_total",
+			Help: "Resolutions of the --relay-addr host by result (ok, error, error_used_previous)."},
+			[]string{"result"}),
+		addresses: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "relay_addresses",
+			Help: "Relay addresses in the last resolution of --relay-addr (relay Pods behind the headless Service)."}),
+	}
+	if err := register(reg, m.attempts, m.resolves, m.addresses); err != nil {
+		return nil, err
+	}
+	for _, r := range []string{dialOK, dialRefused, dialTimeout, dialCanceled, dialError} {
+		m.attempts.WithLabelValues(r) // export zeros: alerts can rate() them
+	}
+	for _, r := range []string{dialOK, dialError, resolveStale} {
+		m.resolves.WithLabelValues(r)
+	}
+	return m, nil
+}
+
+func (m *dialMetrics) attempt(result string) { m.attempts.WithLabelValues(result).Inc() }
+
+func (m *dialMetrics) resolved(result string, addrs int) {
+	m.resolves.WithLabelValues(result).Inc()
+	if result == dialOK {
+		m.addresses.Set(float64(addrs))
+	}
+}
+
+// revocationMetrics describe the revocation stream (docs/revocation.md).
+// Sessions closed by a revocation are counted in sessions_total by their
+// close reason.
+type revocationMetrics struct {
+	connected prometheus.Gauge
+	resyncs   prometheus.Counter
+	lag       prometheus.Histogram
+}
+
+func newRevocationMetrics(reg prometheus.Registerer) (*revocationMetrics, error) {
+	const ns = metricsNamespace
+	m := &revocationMetrics{
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_stream_connected",
+			Help: "1 while the revocation stream to extauthz is open and in sync (its full list acknowledged), else 0."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "revocation_resyncs_total",
+			Help: "Full lists of live sessions acknowledged by extauthz (each connect and reconnect)."}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_lag_seconds",
+			Help:    "Time from the informer event in extauthz to the close of the session it revoked.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10)}),
+	}
+	if err := register(reg, m.connected, m.resyncs, m.lag); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -61,9 +61,6 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
-	if err := registerLimits(reg, cfg); err != nil {
-		return nil, fmt.Errorf("bridge: metrics: %w", err)
-	}
 	relay, err := newRelayDialer(cfg.RelayAddr, cfg.ResolveRelay, cfg.dial, cfg.RelayDialTimeout, dm)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)
@@ -71,9 +68,6 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	rm, err := newRevocationMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
-	}
-	for _, r := range sessionEndReasons() {
-		m.sessions.WithLabelValues(string(r))
 	}
 	s := &Server{
 		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
@@ -100,7 +94,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
-	if err := m.registerRecovery(reg, s); err != nil {
+	if err := registerStateMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
 	return s, nil

@@ -8,16 +8,21 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-const metricPrefix = "wirekube_extauthz_"
+// This file holds every collector of the service: metrics (checks,
+// TokenReview, cache, verification, degraded mode) and watchMetrics (the
+// revocation stream). They are registered on the registry passed to
+// NewAuthorizer and NewWatchHub, never on the global default.
 
-// metrics holds every collector of the service. They are registered on the
-// registry passed to NewAuthorizer, never on the global default.
+// metricsNamespace prefixes every extauthz metric name.
+const metricsNamespace = "wirekube_extauthz"
+
+// metrics are the collectors of the checks.
 type metrics struct {
 	checks         *prometheus.CounterVec
 	checkDuration  *prometheus.HistogramVec
 	reviews        *prometheus.CounterVec
 	reviewDuration prometheus.Histogram
-	reviewFailures *prometheus.CounterVec // by category (reviewerr.go)
+	reviewFailures *prometheus.CounterVec // category (reviewerr.go)
 	cacheHits      prometheus.Counter
 	cacheMisses    prometheus.Counter
 	cacheNegHits   prometheus.Counter
@@ -32,40 +37,40 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error) {
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricPrefix + "checks_total",
+			Namespace: metricsNamespace, Name: "checks_total",
 			Help: "Authorization checks by front end, result (allow|deny) and reason code.",
 		}, []string{"frontend", "result", "reason"}),
 		checkDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    metricPrefix + "check_duration_seconds",
+			Namespace: metricsNamespace, Name: "check_duration_seconds",
 			Help:    "Latency of one authorization check.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"frontend", "result"}),
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metricPrefix + "token_reviews_total",
+			Namespace: metricsNamespace, Name: "token_reviews_total",
 			Help: "TokenReview calls by result (authenticated|unauthenticated|error).",
 		}, []string{"result"}),
 		reviewDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    metricPrefix + "token_review_duration_seconds",
+			Namespace: metricsNamespace, Name: "token_review_duration_seconds",
 			Help:    "Latency of TokenReview calls.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: metricPrefix + "cache_hits_total", Help: "TokenReview cache hits of an authenticated answer.",
+			Namespace: metricsNamespace, Name: "cache_hits_total", Help: "TokenReview cache hits of an authenticated answer.",
 		}),
 		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: metricPrefix + "cache_misses_total", Help: "TokenReview cache misses.",
+			Namespace: metricsNamespace, Name: "cache_misses_total", Help: "TokenReview cache misses.",
 		}),
 		cacheNegHits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: metricPrefix + "cache_negative_hits_total", Help: "TokenReview cache hits of a not-authenticated answer.",
+			Namespace: metricsNamespace, Name: "cache_negative_hits_total", Help: "TokenReview cache hits of a not-authenticated answer.",
 		}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: metricPrefix + "inflight_reviews", Help: "TokenReview calls in flight.",
+			Namespace: metricsNamespace, Name: "inflight_reviews", Help: "TokenReview calls in flight.",
 		}),
 	}
 	m.addVerifyMetrics()
 	m.reviewFailures = newReviewFailures()
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: metricPrefix + "cache_entries", Help: "Entries in the TokenReview cache.",
+		Namespace: metricsNamespace, Name: "cache_entries", Help: "Entries in the TokenReview cache.",
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
 		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
@@ -101,17 +106,59 @@ func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duratio
 
 func (m *metrics) addVerifyMetrics() {
 	m.jwksRefreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: metricPrefix + "jwks_refreshes_total",
+		Namespace: metricsNamespace, Name: "jwks_refreshes_total",
 		Help: "Fetches of the ServiceAccount signing keys by trigger (periodic|unknown_kid) and result (ok|error).",
 	}, []string{"trigger", "result"})
 	m.jwksKeys = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: metricPrefix + "jwks_keys", Help: "ServiceAccount token verification keys loaded.",
+		Namespace: metricsNamespace, Name: "jwks_keys", Help: "ServiceAccount token verification keys loaded.",
 	})
 	m.offlineChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: metricPrefix + "offline_checks_total",
+		Namespace: metricsNamespace, Name: "offline_checks_total",
 		Help: "Checks decided without TokenReview (--on-review-unavailable=verify-offline) by result (allow|deny).",
 	}, []string{"result"})
 	m.reviewOutage = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: metricPrefix + "review_outage", Help: "1 while TokenReview calls fail (unreachable, timeout, 429, 5xx).",
+		Namespace: metricsNamespace, Name: "review_outage", Help: "1 while TokenReview calls fail (unreachable, timeout, 429, 5xx).",
 	})
+}
+
+func newReviewFailures() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "token_review_failures_total",
+		Help: "TokenReview calls that failed, and checks whose caller hung up while waiting for one (canceled), " +
+			"by category: timeout, canceled, rate_limited (429), forbidden (403), unauthorized (401), " +
+			"connection_refused, server_error (5xx), other.",
+	}, []string{"category"})
+	for _, cat := range reviewFailCategories {
+		c.WithLabelValues(cat)
+	}
+	return c
+}
+
+// watchMetrics are the revocation stream's collectors.
+type watchMetrics struct {
+	revocations *prometheus.CounterVec
+	eventToSend prometheus.Histogram
+}
+
+func newWatchMetrics(reg prometheus.Registerer, counts func() (int, int)) (*watchMetrics, error) {
+	const ns = metricsNamespace
+	m := &watchMetrics{
+		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocations_total",
+			Help: "Live-session bindings revoked on the revocation stream, by reason."}, []string{"reason"}),
+		eventToSend: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_event_to_send_seconds",
+			Help:    "Time from an informer event to the revocation it caused being sent to the bridge.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)}),
+	}
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_streams",
+		Help: "Open revocation streams (one per connected bridge)."},
+		func() float64 { s, _ := counts(); return float64(s) })
+	bindings := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_bindings",
+		Help: "Live-session bindings watched over every revocation stream."},
+		func() float64 { _, b := counts(); return float64(b) })
+	for _, c := range []prometheus.Collector{m.revocations, m.eventToSend, streams, bindings} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }

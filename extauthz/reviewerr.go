@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -69,19 +68,6 @@ func statusCode(err error) int {
 		return int(st.Status().Code)
 	}
 	return 0
-}
-
-func newReviewFailures() *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: metricPrefix + "token_review_failures_total",
-		Help: "TokenReview calls that failed, and checks whose caller hung up while waiting for one (canceled), " +
-			"by category: timeout, canceled, rate_limited (429), forbidden (403), unauthorized (401), " +
-			"connection_refused, server_error (5xx), other.",
-	}, []string{"category"})
-	for _, cat := range reviewFailCategories {
-		c.WithLabelValues(cat)
-	}
-	return c
 }
 
 // reviewFailed counts and logs one failed TokenReview. The line carries the

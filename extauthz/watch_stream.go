@@ -5,8 +5,6 @@ import (
 
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
@@ -122,33 +120,4 @@ func (st *watchStream) size() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return len(st.bindings)
-}
-
-// watchMetrics are the revocation stream's collectors.
-type watchMetrics struct {
-	revocations *prometheus.CounterVec
-	eventToSend prometheus.Histogram
-}
-
-func newWatchMetrics(reg prometheus.Registerer, counts func() (int, int)) (*watchMetrics, error) {
-	const ns = "wirekube_extauthz"
-	m := &watchMetrics{
-		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocations_total",
-			Help: "Live-session bindings revoked on the revocation stream, by reason."}, []string{"reason"}),
-		eventToSend: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_event_to_send_seconds",
-			Help:    "Time from an informer event to the revocation it caused being sent to the bridge.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)}),
-	}
-	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_streams",
-		Help: "Open revocation streams (one per connected bridge)."},
-		func() float64 { s, _ := counts(); return float64(s) })
-	bindings := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_bindings",
-		Help: "Live-session bindings watched over every revocation stream."},
-		func() float64 { _, b := counts(); return float64(b) })
-	for _, c := range []prometheus.Collector{m.revocations, m.eventToSend, streams, bindings} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
