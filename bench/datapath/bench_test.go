@@ -64,6 +64,9 @@ func BenchmarkBridge(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("WIREKUBE_BENCH_ROUNDS")); err == nil && n > 0 {
 		cfg.Rounds = n // for trying one lever quickly; `make bench` leaves it unset
 	}
+	if n, err := strconv.Atoi(os.Getenv("WIREKUBE_BENCH_IDLE")); err == nil && n > 0 {
+		cfg.IdleSessions = n // idle sessions per memory reading; `make bench` leaves it unset
+	}
 	cfg.IdleSessions = raiseFileLimit(b, cfg.IdleSessions)
 	relay, addr := startRelay(b)
 	var once sync.Once

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -178,7 +179,10 @@ func benchCert(dir string) (cert, key string, client *tls.Config, err error) {
 // setting without editing the shipped file: "server:<directives>",
 // "relay:<directives>" and "auth:<directives>" parts separated by "|", each
 // added at the top of the server block, the relay location or the auth
-// location. `make bench` leaves it unset and measures the shipped file.
+// location, and "set:<directive> <value>" parts, each replacing the value
+// of the first occurrence of a directive the shipped file sets (nginx
+// refuses most directives twice in one block). `make bench` leaves it unset
+// and measures the shipped file.
 const nginxTuneEnv = "WIREKUBE_BENCH_NGINX_TUNE"
 
 func tuneNginx(site string) (string, error) {
@@ -193,6 +197,16 @@ func tuneNginx(site string) (string, error) {
 	}
 	for _, part := range strings.Split(tune, "|") {
 		where, directives, ok := strings.Cut(part, ":")
+		if where == "set" {
+			name, _, _ := strings.Cut(strings.TrimSpace(directives), " ")
+			re := regexp.MustCompile(`(?m)^(\s*)` + regexp.QuoteMeta(name) + `\s[^;]*;`)
+			loc := re.FindStringSubmatchIndex(site)
+			if loc == nil {
+				return "", fmt.Errorf("%s: the shipped file does not set %q", nginxTuneEnv, name)
+			}
+			site = site[:loc[0]] + site[loc[2]:loc[3]] + strings.TrimSpace(directives) + ";" + site[loc[1]:]
+			continue
+		}
 		anchor := anchors[where]
 		if !ok || anchor == "" || strings.Count(site, anchor) != 1 {
 			return "", fmt.Errorf("%s: bad part %q", nginxTuneEnv, part)

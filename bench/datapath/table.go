@@ -5,13 +5,13 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/benchrow"
 )
 
 // row is one line of the report: a figure, its baseline and the goal on
 // their ratio (or on the value itself).
-type row struct {
-	figure, value, baseline, ratio, goal, met string
-}
+type row = benchrow.Row
 
 // Print writes the report: one table of every figure with its baseline,
 // ratio, goal and whether it was met, then the raw figures per path.
@@ -26,22 +26,7 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "  note: %s\n", r.Note)
 	}
 	rows := r.rows()
-	wd := [6]int{}
-	head := row{"figure", "value", "baseline", "ratio", "goal", "met?"}
-	for _, x := range append([]row{head}, rows...) {
-		for i, s := range []string{x.figure, x.value, x.baseline, x.ratio, x.goal, x.met} {
-			wd[i] = max(wd[i], len(s))
-		}
-	}
-	line := func(x row) {
-		fmt.Fprintf(w, "| %-*s | %-*s | %-*s | %-*s | %-*s | %-*s |\n", wd[0], x.figure, wd[1], x.value,
-			wd[2], x.baseline, wd[3], x.ratio, wd[4], x.goal, wd[5], x.met)
-	}
-	line(head)
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|\n", dashes(wd[0]), dashes(wd[1]), dashes(wd[2]), dashes(wd[3]), dashes(wd[4]), dashes(wd[5]))
-	for _, x := range rows {
-		line(x)
-	}
+	benchrow.Table(w, rows)
 	fmt.Fprintf(w, "raw figures per path (CPU s/GB per process; MB/s is payload both ways):\n")
 	for _, name := range r.Order {
 		f := r.Paths[name]
@@ -52,35 +37,30 @@ func (r *Result) Print(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	benchrow.Print(w, rows...)
 }
 
-func dashes(n int) string { return strings.Repeat("-", n+2) }
-
 func (r *Result) rows() []row {
-	var rows []row
-	for _, pl := range []int{small, large} {
-		rows = append(rows, r.ratioRow(fmt.Sprintf("bridge CPU s/GB, %s", size(pl)), pBridge, pNaive,
-			func(f *Figures) float64 { return f.totalCPU(pl) }, r.cpuText, pl, 0.4, true))
-	}
-	rows = append(rows, r.rssRow())
-	for _, chain := range []string{pChain, pChainUDS} {
-		for _, pl := range []int{small, large} {
-			rows = append(rows, r.ratioRow(fmt.Sprintf("%s CPU s/GB, %s", chain, size(pl)), chain, pNaiveTLS,
-				func(f *Figures) float64 { return f.totalCPU(pl) }, r.cpuText, pl, 1.0, true))
-		}
-	}
-	rows = append(rows, r.ratioRow(fmt.Sprintf("%s RSS / idle session", pChain), pChain, pNaiveTLS,
-		(*Figures).totalRSS, func(n string, _ int) string { return r.rssText(n) }, 0, 1.0, true))
-	rows = append(rows, r.ratioRow("throughput, bridge vs direct TCP, 1,400 B", pBridge, pDirect,
-		func(f *Figures) float64 { return f.MBps[small] }, r.mbpsText, small, 0.9, false))
-	rows = append(rows, r.ratioRow("throughput, bridge vs direct TCP, 16 KiB", pBridge, pDirect,
-		func(f *Figures) float64 { return f.MBps[large] }, r.mbpsText, large, 0.9, false))
+	cpu := func(pl int) func(*Figures) float64 { return func(f *Figures) float64 { return f.totalCPU(pl) } }
+	mbps := func(pl int) func(*Figures) float64 { return func(f *Figures) float64 { return f.MBps[pl] } }
+	rss := func(n string, _ int) string { return r.rssText(n) }
 	b, d := r.Paths[pBridge], r.Paths[pDirect]
 	added := b.P50 - d.P50
-	rows = append(rows, row{"p50 round trip added by the bridge", us(b.P50), "direct " + us(d.P50), "+" + us(added),
-		"< 50us added", yesNo(added < 50*time.Microsecond)})
-	rows = append(rows, row{"steal time during the run (noise)", fmt.Sprintf("%.1f %%", 100*r.Steal), "-", "-", "-", "-"})
-	return rows
+	return []row{
+		r.ratioRow("bridge CPU s/GB, 1,400 B", pBridge, pNaive, cpu(small), r.cpuText, small, 0.4, true),
+		r.ratioRow("bridge CPU s/GB, 16 KiB", pBridge, pNaive, cpu(large), r.cpuText, large, 0.4, true),
+		r.rssRow(),
+		r.ratioRow("nginx TLS + bridge (TCP hop) CPU s/GB, 1,400 B", pChain, pNaiveTLS, cpu(small), r.cpuText, small, 0.5, true),
+		r.ratioRow("nginx TLS + bridge (TCP hop) CPU s/GB, 16 KiB", pChain, pNaiveTLS, cpu(large), r.cpuText, large, 0.5, true),
+		r.ratioRow("nginx TLS + bridge (Unix socket hop) CPU s/GB, 1,400 B", pChainUDS, pNaiveTLS, cpu(small), r.cpuText, small, 0.5, true),
+		r.ratioRow("nginx TLS + bridge (Unix socket hop) CPU s/GB, 16 KiB", pChainUDS, pNaiveTLS, cpu(large), r.cpuText, large, 0.5, true),
+		r.ratioRow("nginx TLS + bridge (TCP hop) RSS / idle session", pChain, pNaiveTLS, (*Figures).totalRSS, rss, 0, 1.0, true),
+		r.ratioRow("throughput, bridge vs direct TCP, 1,400 B", pBridge, pDirect, mbps(small), r.mbpsText, small, 0.9, false),
+		r.ratioRow("throughput, bridge vs direct TCP, 16 KiB", pBridge, pDirect, mbps(large), r.mbpsText, large, 0.9, false),
+		{Figure: "p50 round trip added by the bridge", Value: us(b.P50), Baseline: "direct " + us(d.P50), Ratio: "+" + us(added),
+			Goal: "< 50us added", Met: yesNo(added < 50*time.Microsecond)},
+		{Figure: "steal time during the datapath run (noise)", Value: fmt.Sprintf("%.1f %%", 100*r.Steal), Baseline: "-", Ratio: "-", Goal: "-", Met: "-"},
+	}
 }
 
 // ratioRow compares path with base on value; lower says the goal is a
@@ -89,19 +69,19 @@ func (r *Result) ratioRow(figure, path, base string, value func(*Figures) float6
 	text func(string, int) string, payload int, goal float64, lower bool) row {
 	f, fb := r.Paths[path], r.Paths[base]
 	if f == nil || fb == nil {
-		return row{figure, "n/a", "n/a", "-", goalText(goal, lower), "not measured"}
+		return row{Figure: figure, Value: "n/a", Baseline: "n/a", Ratio: "-", Goal: goalText(goal, lower), Met: "not measured"}
 	}
 	v, bv := value(f), value(fb)
 	if bv == 0 {
-		return row{figure, text(path, payload), text(base, payload), "-", goalText(goal, lower), "-"}
+		return row{Figure: figure, Value: text(path, payload), Baseline: text(base, payload), Ratio: "-", Goal: goalText(goal, lower), Met: "-"}
 	}
 	ratio := v / bv
 	met := ratio >= goal
 	if lower {
 		met = ratio <= goal
 	}
-	return row{figure, text(path, payload), shortName(base) + " " + text(base, payload), fmt.Sprintf("%.2f", ratio),
-		goalText(goal, lower), yesNo(met)}
+	return row{Figure: figure, Value: text(path, payload), Baseline: shortName(base) + " " + text(base, payload),
+		Ratio: fmt.Sprintf("%.2f", ratio), Goal: goalText(goal, lower), Met: yesNo(met)}
 }
 
 func (r *Result) rssRow() row {
@@ -111,8 +91,8 @@ func (r *Result) rssRow() row {
 	if n.totalRSS() > 0 {
 		ratio = fmt.Sprintf("%.2f", b.totalRSS()/n.totalRSS())
 	}
-	return row{fmt.Sprintf("bridge RSS / idle registered session (%d)", b.Sessions), r.rssText(pBridge),
-		"naive " + r.rssText(pNaive), ratio, "<= 12 KiB", yesNo(kib <= 12)}
+	return row{Figure: "bridge RSS / idle registered session, revocation off", Value: fmt.Sprintf("%s (%d sessions)", r.rssText(pBridge), b.Sessions),
+		Baseline: "naive " + r.rssText(pNaive), Ratio: ratio, Goal: "<= 12 KiB", Met: yesNo(kib <= 12)}
 }
 
 func (r *Result) cpuText(name string, payload int) string {
@@ -168,13 +148,6 @@ func goalText(g float64, lower bool) string {
 		return fmt.Sprintf("<= %.1fx", g)
 	}
 	return fmt.Sprintf(">= %.1fx", g)
-}
-
-func size(payload int) string {
-	if payload == large {
-		return "16 KiB"
-	}
-	return "1,400 B"
 }
 
 func yesNo(b bool) string {

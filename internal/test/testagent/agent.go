@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -50,6 +51,9 @@ type Options struct {
 	// KeepaliveInterval defaults to 25 s; negative disables keepalives.
 	KeepaliveInterval time.Duration
 	HandshakeTimeout  time.Duration // default 10 s
+	// NetDialContext, when set, opens the TCP connection (a load generator
+	// picking a replica the way a Service would); default net.Dialer.
+	NetDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DialError is a refused upgrade: the HTTP answer before any WebSocket.
@@ -112,6 +116,7 @@ func DialRaw(ctx context.Context, o Options) (*Conn, error) {
 		HandshakeTimeout: o.HandshakeTimeout,
 		Subprotocols:     o.Subprotocols,
 		Proxy:            http.ProxyFromEnvironment,
+		NetDialContext:   o.NetDialContext,
 	}
 	if d.HandshakeTimeout == 0 {
 		d.HandshakeTimeout = 10 * time.Second

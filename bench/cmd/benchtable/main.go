@@ -1,0 +1,235 @@
+// Command benchtable turns the output of one `make bench` run into the one
+// table the README's Performance section is: every row a benchmark printed
+// (internal/test/benchrow lines), the rows of the benchmarks that report
+// their figures as `go test -bench` metrics (the extauthz and recovery
+// ones), and the run's steal time and load average (from the /proc/stat
+// and /proc/loadavg lines `make bench` saved when it started).
+//
+//	go test -run '^$' -bench . ./... | tee bench.out
+//	benchtable -start bench.start < bench.out
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/benchrow"
+)
+
+func main() {
+	start := flag.String("start", "", "file with the /proc/stat cpu line and /proc/loadavg as the run started")
+	flag.Parse()
+	in, err := io.ReadAll(os.Stdin)
+	if err == nil {
+		err = report(os.Stdout, in, *start)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+func report(w io.Writer, out []byte, startFile string) error {
+	rows, err := benchrow.Collect(bytes.NewReader(out))
+	if err != nil {
+		return err
+	}
+	rows = append(metricRows(parseMetrics(out)), rows...)
+	steal, load := "-", "-"
+	if startFile != "" {
+		b, err := os.ReadFile(startFile)
+		if err != nil {
+			return err
+		}
+		now, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return err
+		}
+		first, rest, _ := strings.Cut(string(b), "\n")
+		s, err := stealBetween(first, firstLine(string(now)))
+		if err != nil {
+			return err
+		}
+		steal = fmt.Sprintf("%.1f %%", 100*s)
+		if f := strings.Fields(rest); len(f) > 0 {
+			load = f[0]
+		}
+		if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+			load += " -> " + strings.Fields(string(b))[0]
+		}
+	}
+	rows = append(rows, benchrow.Row{Figure: "steal time during the whole make bench run", Value: steal,
+		Baseline: "load average " + load, Ratio: "-", Goal: "-", Met: "-"})
+	fmt.Fprintf(w, "make bench, %s UTC\n\n", time.Now().UTC().Format("2006-01-02 15:04"))
+	benchrow.Table(w, rows)
+	return nil
+}
+
+// metrics are the `go test -bench` result lines: benchmark name (without
+// the -N suffix) -> unit -> value.
+type metrics map[string]map[string]float64
+
+func parseMetrics(out []byte) metrics {
+	m := metrics{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name, _, _ := strings.Cut(f[0], "-")
+		units := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				units[f[i+1]] = v
+			}
+		}
+		m[name] = units
+	}
+	return m
+}
+
+func (m metrics) get(bench, unit string) (float64, bool) {
+	v, ok := m[bench][unit]
+	return v, ok
+}
+
+// metricRows are the rows of the benchmarks that report figures as
+// metrics. A benchmark that did not run gives its rows "not measured".
+func metricRows(m metrics) []benchrow.Row {
+	na := func(r benchrow.Row) benchrow.Row {
+		r.Value, r.Baseline, r.Ratio, r.Met = "n/a", "-", "-", "not measured"
+		return r
+	}
+	var rows []benchrow.Row
+
+	hit := benchrow.Row{Figure: "extauthz Check, cache hit, in process", Goal: "< 20 us, <= 60 allocs"}
+	if ns, ok := m.get("BenchmarkCheckCacheHit", "ns/op"); ok {
+		allocs, _ := m.get("BenchmarkCheckCacheHit", "allocs/op")
+		hit.Value = fmt.Sprintf("%.1f us, %.0f allocs", ns/1e3, allocs)
+		hit.Baseline, hit.Ratio = "goal 20 us", fmt.Sprintf("%.2f", ns/20e3)
+		hit.Met = yesNo(ns < 20e3 && allocs <= 60)
+	} else {
+		hit = na(hit)
+	}
+	rows = append(rows, hit)
+
+	grpc := benchrow.Row{Figure: "extauthz checks/s over gRPC vs a no-op Check server", Goal: ">= 0.6x"}
+	paced := benchrow.Row{Figure: "extauthz p99 paced at 5,000 checks/s", Goal: "< 3 ms"}
+	if ours, ok := m.get("BenchmarkGRPCLoopback", "checks/s"); ok {
+		noop, _ := m.get("BenchmarkGRPCLoopback", "noop-checks/s")
+		grpc.Value, grpc.Baseline = fmt.Sprintf("%.0f /s", ours), fmt.Sprintf("no-op %.0f /s", noop)
+		grpc.Ratio, grpc.Met = ratio(ours, noop), yesNo(noop > 0 && ours/noop >= 0.6)
+		p99, _ := m.get("BenchmarkGRPCLoopback", "p99-us@5k/s")
+		np99, _ := m.get("BenchmarkGRPCLoopback", "noop-p99-us@5k/s")
+		paced.Value, paced.Baseline = fmt.Sprintf("%.1f ms", p99/1e3), fmt.Sprintf("no-op %.1f ms", np99/1e3)
+		paced.Ratio, paced.Met = ratio(p99, np99), yesNo(p99 < 3000)
+	} else {
+		grpc, paced = na(grpc), na(paced)
+	}
+	rows = append(rows, grpc, paced)
+
+	// BenchmarkReconnectStorm's workload: 5,000 tokens, 20 ms per review,
+	// 16 in flight: 6.25 s if the bound is kept full.
+	const ideal = 5000 * 0.020 / 16
+	storm := benchrow.Row{Figure: "reconnect storm: 5,000 new tokens, API at 20 ms per review", Goal: "<= 1.2x, <= 16 in flight"}
+	if s, ok := m.get("BenchmarkReconnectStorm", "storm-s"); ok {
+		inflight, _ := m.get("BenchmarkReconnectStorm", "max-inflight")
+		storm.Value = fmt.Sprintf("%.2f s, max %.0f in flight", s, inflight)
+		storm.Baseline, storm.Ratio = fmt.Sprintf("ideal %.2f s", ideal), ratio(s, ideal)
+		storm.Met = yesNo(s/ideal <= 1.2 && inflight <= 16)
+	} else {
+		storm = na(storm)
+	}
+	rows = append(rows, storm)
+
+	burst := benchrow.Row{Figure: "extauthz revocation burst, 500 of 5,000 bindings: last delete to last revocation",
+		Baseline: "goal 1 s", Goal: "< 1 s"}
+	if ms, ok := m.get("BenchmarkRevocationBurst", "ms-last-delete-to-last-revoke"); ok {
+		burst.Value, burst.Ratio, burst.Met = fmt.Sprintf("%.0f ms", ms), ratio(ms, 1000), yesNo(ms < 1000)
+	} else {
+		burst = na(burst)
+	}
+	rows = append(rows, burst)
+
+	// No goal was set for the recovery figures: the baselines are the
+	// outage itself and the agent's first retry after a disconnect.
+	relay := benchrow.Row{Figure: "recovery: relay down 3 s, data path down p99 (1,000 agents)", Baseline: "outage 3 s",
+		Goal: "-", Met: "-"}
+	drain := benchrow.Row{Figure: "recovery: one of two bridges drained, data path down p99 (1,000 agents)",
+		Baseline: "agent's first retry 1 s", Goal: "-", Met: "-"}
+	if p99, ok := m.get("BenchmarkRecovery", "relay-restart-p99-s"); ok {
+		relay.Value, relay.Ratio = fmt.Sprintf("%.2f s", p99), ratio(p99, 3)
+		d, _ := m.get("BenchmarkRecovery", "bridge-drain-p99-s")
+		drain.Value, drain.Ratio = fmt.Sprintf("%.2f s", d), ratio(d, 1)
+	} else {
+		relay, drain = na(relay), na(drain)
+	}
+	return append(rows, relay, drain)
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// stealBetween is the stolen share of all CPU time between two /proc/stat
+// "cpu" lines.
+func stealBetween(a, b string) (float64, error) {
+	ta, sa, err := cpuLine(a)
+	if err != nil {
+		return 0, err
+	}
+	tb, sb, err := cpuLine(b)
+	if err != nil {
+		return 0, err
+	}
+	if tb <= ta {
+		return 0, nil
+	}
+	return float64(sb-sa) / float64(tb-ta), nil
+}
+
+func cpuLine(l string) (total, steal int64, err error) {
+	f := strings.Fields(l)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, errors.New("not a /proc/stat cpu line: " + l)
+	}
+	for i, s := range f[1:9] { // user..steal; guest is inside user
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		total += v
+		if i == 7 {
+			steal = v
+		}
+	}
+	return total, steal, nil
+}
