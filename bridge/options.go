@@ -13,6 +13,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
+	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
 // Options are the bridge settings, filled by flags (AddFlags) or by an
@@ -59,43 +60,11 @@ type Options struct {
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
-	// RevocationAddr is extauthz's gRPC address (host:port or
-	// unix:/path) for the revocation Watch stream (docs/revocation.md).
-	// Default 127.0.0.1:9001. Empty turns revocation off: live sessions then
-	// end on token expiry only, whatever happens to their Pod, Node,
-	// ServiceAccount or WireKubePeer. Dangerous; for tests and embedders.
-	RevocationAddr string
-	// RevocationStaleTimeout is how long a live session stays open while
-	// the revocation stream is not in sync (extauthz restarting or
-	// unreachable); then it is closed with 1008 revocation_stale. New
-	// sessions are judged by extauthz as always. Default 60s.
-	RevocationStaleTimeout time.Duration
-	// TokenExpiryGrace keeps a session open this long past its token's
-	// expiry (1008 token_expired). Default 0: a session never outlives its
-	// token. Raise it only for agents that reconnect on a token refresh
-	// rather than before expiry, or for clock skew between extauthz and
-	// the bridge.
-	TokenExpiryGrace time.Duration
-
-	// RelayWait is how long an upgrade is held, unanswered, while the relay
-	// is unreachable, before 503 relay_unavailable; 0 answers at once. Keep
-	// it well under the agent's 10 s handshake timeout. Default 5s.
-	RelayWait time.Duration
-	// RelayWaitMax bounds the upgrades held at once; beyond it 503
-	// relay_wait_full. Default 1000.
-	RelayWaitMax int
-	// MaxSessionsPerPeer caps one WireKubePeer's concurrent sessions
-	// (held, upgrading or open); beyond it 429 peer_session_limit. Default 2:
-	// the live session and its replacement during a reconnect.
-	MaxSessionsPerPeer int
-	// MaxUnregisteredPerPeer caps one peer's sessions that have not
-	// verified their Register yet; beyond it 429 peer_unregistered_limit.
-	// Default 1.
-	MaxUnregisteredPerPeer int
-	// KeyMismatchBackoffMax caps the window in which an identity whose
-	// Register carried another key is refused 403 register_key_mismatch
-	// before the upgrade (1 s, doubling per repeat). Default 60s.
-	KeyMismatchBackoffMax time.Duration
+	// RevocationOptions: the revocation stream and token expiry.
+	RevocationOptions
+	// RecoveryOptions: the relay hold, the per-peer limits and the
+	// key-mismatch backoff.
+	RecoveryOptions
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -121,13 +90,17 @@ func DefaultOptions() Options {
 		LogFormat:        logging.DefaultFormat,
 		LogLevel:         logging.DefaultLevel,
 
-		RevocationAddr:         "127.0.0.1:9001",
-		RevocationStaleTimeout: 60 * time.Second,
-		RelayWait:              5 * time.Second,
-		RelayWaitMax:           1000,
-		MaxSessionsPerPeer:     2,
-		MaxUnregisteredPerPeer: 1,
-		KeyMismatchBackoffMax:  60 * time.Second,
+		RevocationOptions: RevocationOptions{
+			RevocationAddr:         "127.0.0.1:9001",
+			RevocationStaleTimeout: 60 * time.Second,
+		},
+		RecoveryOptions: RecoveryOptions{
+			RelayWait:              5 * time.Second,
+			RelayWaitMax:           1000,
+			MaxSessionsPerPeer:     2,
+			MaxUnregisteredPerPeer: 1,
+			KeyMismatchBackoffMax:  60 * time.Second,
+		},
 	}
 }
 
@@ -147,21 +120,20 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
-	fs.StringVar(&o.RevocationAddr, "revocation-addr", o.RevocationAddr, "extauthz gRPC address of the revocation stream (host:port or unix:/path); empty turns revocation of live sessions off")
-	fs.DurationVar(&o.RevocationStaleTimeout, "revocation-stale-timeout", o.RevocationStaleTimeout, "close live sessions (1008 revocation_stale) after the revocation stream was out of sync this long")
-	fs.DurationVar(&o.TokenExpiryGrace, "token-expiry-grace", o.TokenExpiryGrace, "keep a session open this long past its token's expiry (1008 token_expired)")
-	fs.DurationVar(&o.RelayWait, "relay-wait", o.RelayWait, "hold an upgrade this long while the relay is unreachable before 503 relay_unavailable (0: answer at once; keep under the agent's 10s handshake timeout)")
-	fs.IntVar(&o.RelayWaitMax, "relay-wait-max", o.RelayWaitMax, "maximum upgrades held waiting for the relay (503 relay_wait_full beyond)")
-	fs.IntVar(&o.MaxSessionsPerPeer, "max-sessions-per-peer", o.MaxSessionsPerPeer, "maximum concurrent sessions of one WireKubePeer (429 peer_session_limit beyond)")
-	fs.IntVar(&o.MaxUnregisteredPerPeer, "max-unregistered-per-peer", o.MaxUnregisteredPerPeer, "maximum sessions of one WireKubePeer not yet registered (429 peer_unregistered_limit beyond)")
-	fs.DurationVar(&o.KeyMismatchBackoffMax, "key-mismatch-backoff-max", o.KeyMismatchBackoffMax, "cap of the window (1s doubling) in which an identity that registered a wrong key gets 403 register_key_mismatch before the upgrade")
+	o.RevocationOptions.AddFlags(fs)
+	o.RecoveryOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.Listen == "" {
-		errs = append(errs, errors.New("--listen: must not be empty"))
+	for _, a := range []struct {
+		flag, v    string
+		allowEmpty bool
+	}{{"listen", o.Listen, false}, {"metrics-listen", o.MetricsListen, true}} {
+		if err := netutil.CheckFlag(a.flag, a.v, a.allowEmpty); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if _, _, err := net.SplitHostPort(o.RelayAddr); err != nil {
 		errs = append(errs, fmt.Errorf("--relay-addr: want host:port: %w", err))
@@ -184,13 +156,13 @@ func (o *Options) Validate() error {
 	if o.MaxSessions < 1 {
 		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))
 	}
-	errs = append(errs, o.validateRecovery()...)
+	errs = append(errs, o.RecoveryOptions.Validate())
 	for _, origin := range o.AllowedOrigins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
 		}
 	}
-	errs = append(errs, o.validateRevocation()...)
+	errs = append(errs, o.RevocationOptions.Validate())
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}
@@ -226,14 +198,41 @@ func (o Options) Complete() (*Config, error) {
 	return c, nil
 }
 
-func (o *Options) validateRevocation() []error {
+// RevocationOptions are the settings of the revocation stream to extauthz
+// (docs/revocation.md) and of the token-expiry close.
+type RevocationOptions struct {
+	// RevocationAddr is extauthz's gRPC address (host:port or
+	// unix:/path) for the revocation Watch stream (docs/revocation.md).
+	// Default 127.0.0.1:9001. Empty turns revocation off: live sessions then
+	// end on token expiry only, whatever happens to their Pod, Node,
+	// ServiceAccount or WireKubePeer. Dangerous; for tests and embedders.
+	RevocationAddr string
+	// RevocationStaleTimeout is how long a live session stays open while
+	// the revocation stream is not in sync (extauthz restarting or
+	// unreachable); then it is closed with 1008 revocation_stale. New
+	// sessions are judged by extauthz as always. Default 60s.
+	RevocationStaleTimeout time.Duration
+	// TokenExpiryGrace keeps a session open this long past its token's
+	// expiry (1008 token_expired). Default 0: a session never outlives its
+	// token. Raise it only for agents that reconnect on a token refresh
+	// rather than before expiry, or for clock skew between extauthz and
+	// the bridge.
+	TokenExpiryGrace time.Duration
+}
+
+// AddFlags registers one flag per field on fs, with o's current values as
+// defaults.
+func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.RevocationAddr, "revocation-addr", o.RevocationAddr, "extauthz gRPC address of the revocation stream (host:port or unix:/path); empty turns revocation of live sessions off")
+	fs.DurationVar(&o.RevocationStaleTimeout, "revocation-stale-timeout", o.RevocationStaleTimeout, "close live sessions (1008 revocation_stale) after the revocation stream was out of sync this long")
+	fs.DurationVar(&o.TokenExpiryGrace, "token-expiry-grace", o.TokenExpiryGrace, "keep a session open this long past its token's expiry (1008 token_expired)")
+}
+
+// Validate reports every invalid setting, each error naming its flag.
+func (o *RevocationOptions) Validate() error {
 	var errs []error
-	if a, ok := strings.CutPrefix(o.RevocationAddr, "unix:"); ok && a == "" {
-		errs = append(errs, errors.New("--revocation-addr: empty unix socket path"))
-	} else if !ok && o.RevocationAddr != "" {
-		if _, _, err := net.SplitHostPort(o.RevocationAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--revocation-addr: want host:port or unix:/path: %w", err))
-		}
+	if err := netutil.CheckFlag("revocation-addr", o.RevocationAddr, true); err != nil {
+		errs = append(errs, err)
 	}
 	if o.RevocationStaleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--revocation-stale-timeout: must be positive, got %s", o.RevocationStaleTimeout))
@@ -241,5 +240,61 @@ func (o *Options) validateRevocation() []error {
 	if o.TokenExpiryGrace < 0 {
 		errs = append(errs, fmt.Errorf("--token-expiry-grace: must not be negative, got %s", o.TokenExpiryGrace))
 	}
-	return errs
+	return errors.Join(errs...)
+}
+
+// RecoveryOptions are the settings of the relay hold, the per-peer limits
+// and the key-mismatch backoff.
+type RecoveryOptions struct {
+	// RelayWait is how long an upgrade is held, unanswered, while the relay
+	// is unreachable, before 503 relay_unavailable; 0 answers at once. Keep
+	// it well under the agent's 10 s handshake timeout. Default 5s.
+	RelayWait time.Duration
+	// RelayWaitMax bounds the upgrades held at once; beyond it 503
+	// relay_wait_full. Default 1000.
+	RelayWaitMax int
+	// MaxSessionsPerPeer caps one WireKubePeer's concurrent sessions
+	// (held, upgrading or open); beyond it 429 peer_session_limit. Default 2:
+	// the live session and its replacement during a reconnect.
+	MaxSessionsPerPeer int
+	// MaxUnregisteredPerPeer caps one peer's sessions that have not
+	// verified their Register yet; beyond it 429 peer_unregistered_limit.
+	// Default 1.
+	MaxUnregisteredPerPeer int
+	// KeyMismatchBackoffMax caps the window in which an identity whose
+	// Register carried another key is refused 403 register_key_mismatch
+	// before the upgrade (1 s, doubling per repeat). Default 60s.
+	KeyMismatchBackoffMax time.Duration
+}
+
+// AddFlags registers one flag per field on fs, with o's current values as
+// defaults.
+func (o *RecoveryOptions) AddFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.RelayWait, "relay-wait", o.RelayWait, "hold an upgrade this long while the relay is unreachable before 503 relay_unavailable (0: answer at once; keep under the agent's 10s handshake timeout)")
+	fs.IntVar(&o.RelayWaitMax, "relay-wait-max", o.RelayWaitMax, "maximum upgrades held waiting for the relay (503 relay_wait_full beyond)")
+	fs.IntVar(&o.MaxSessionsPerPeer, "max-sessions-per-peer", o.MaxSessionsPerPeer, "maximum concurrent sessions of one WireKubePeer (429 peer_session_limit beyond)")
+	fs.IntVar(&o.MaxUnregisteredPerPeer, "max-unregistered-per-peer", o.MaxUnregisteredPerPeer, "maximum sessions of one WireKubePeer not yet registered (429 peer_unregistered_limit beyond)")
+	fs.DurationVar(&o.KeyMismatchBackoffMax, "key-mismatch-backoff-max", o.KeyMismatchBackoffMax, "cap of the window (1s doubling) in which an identity that registered a wrong key gets 403 register_key_mismatch before the upgrade")
+}
+
+// Validate reports every invalid setting, each error naming its flag.
+func (o *RecoveryOptions) Validate() error {
+	var errs []error
+	if o.RelayWait < 0 || o.RelayWait >= 10*time.Second {
+		errs = append(errs, fmt.Errorf("--relay-wait: want 0 to under the agent's 10s handshake timeout, got %s", o.RelayWait))
+	}
+	if o.RelayWaitMax < 1 {
+		errs = append(errs, fmt.Errorf("--relay-wait-max: must be at least 1, got %d", o.RelayWaitMax))
+	}
+	if o.MaxSessionsPerPeer < 1 {
+		errs = append(errs, fmt.Errorf("--max-sessions-per-peer: must be at least 1, got %d", o.MaxSessionsPerPeer))
+	}
+	if o.MaxUnregisteredPerPeer < 1 || o.MaxUnregisteredPerPeer > o.MaxSessionsPerPeer {
+		errs = append(errs, fmt.Errorf("--max-unregistered-per-peer: want 1 to --max-sessions-per-peer (%d), got %d",
+			o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer))
+	}
+	if o.KeyMismatchBackoffMax < time.Second {
+		errs = append(errs, fmt.Errorf("--key-mismatch-backoff-max: must be at least 1s, got %s", o.KeyMismatchBackoffMax))
+	}
+	return errors.Join(errs...)
 }

@@ -46,6 +46,9 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		mod  func(*Options)
 	}{
 		{"--listen", func(o *Options) { o.Listen = "" }},
+		{"--listen", func(o *Options) { o.Listen = "8081" }},
+		{"--listen", func(o *Options) { o.Listen = "unix:" }},
+		{"--metrics-listen", func(o *Options) { o.MetricsListen = "localhost" }},
 		{"--relay-addr", func(o *Options) { o.RelayAddr = "nohostport" }},
 		{"--path", func(o *Options) { o.Path = "relay" }},
 		{"--path", func(o *Options) { o.Path = "/healthz" }},
@@ -72,6 +75,11 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 	}
 	if o := DefaultOptions(); o.Validate() != nil {
 		t.Fatalf("defaults invalid: %v", o.Validate())
+	}
+	o := DefaultOptions()
+	o.MetricsListen, o.RevocationAddr = "", "" // both documented as "empty disables"
+	if err := o.Validate(); err != nil {
+		t.Fatalf("empty --metrics-listen and --revocation-addr: %v", err)
 	}
 }
 

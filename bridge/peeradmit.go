@@ -1,11 +1,9 @@
 package bridge
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 )
@@ -48,27 +46,4 @@ func (s *Server) onSessionEnd(sess *session, ce *closeError) {
 		s.log.Warn("key mismatch: upgrades of this identity are refused for a while",
 			"peer", sess.id.Peer, "identity", sess.id.Subject, "window", window.String())
 	}
-}
-
-// validateRecovery checks the flags of the hold, the per-peer limits and
-// the key-mismatch backoff.
-func (o *Options) validateRecovery() []error {
-	var errs []error
-	if o.RelayWait < 0 || o.RelayWait >= 10*time.Second {
-		errs = append(errs, fmt.Errorf("--relay-wait: want 0 to under the agent's 10s handshake timeout, got %s", o.RelayWait))
-	}
-	if o.RelayWaitMax < 1 {
-		errs = append(errs, fmt.Errorf("--relay-wait-max: must be at least 1, got %d", o.RelayWaitMax))
-	}
-	if o.MaxSessionsPerPeer < 1 {
-		errs = append(errs, fmt.Errorf("--max-sessions-per-peer: must be at least 1, got %d", o.MaxSessionsPerPeer))
-	}
-	if o.MaxUnregisteredPerPeer < 1 || o.MaxUnregisteredPerPeer > o.MaxSessionsPerPeer {
-		errs = append(errs, fmt.Errorf("--max-unregistered-per-peer: want 1 to --max-sessions-per-peer (%d), got %d",
-			o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer))
-	}
-	if o.KeyMismatchBackoffMax < time.Second {
-		errs = append(errs, fmt.Errorf("--key-mismatch-backoff-max: must be at least 1s, got %s", o.KeyMismatchBackoffMax))
-	}
-	return errs
 }
