@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wirekube/relay-ws/internal/logging"
+	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
 // Config is the validated, parsed form of Options, built once by
@@ -102,7 +103,7 @@ func (o *Options) checkScalars() []error {
 		flag, v    string
 		allowEmpty bool
 	}{{"grpc-listen", o.GRPCListen, false}, {"http-listen", o.HTTPListen, true}, {"metrics-listen", o.MetricsListen, false}} {
-		if err := checkAddr(a.flag, a.v, a.allowEmpty); err != nil {
+		if err := netutil.CheckFlag(a.flag, a.v, a.allowEmpty); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -124,7 +125,7 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.checkVerify()} {
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -2,16 +2,12 @@ package extauthz
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -103,43 +99,4 @@ func (a *Authorizer) observeOffline(d Decision) {
 		result = "deny"
 	}
 	a.metrics.offlineChecks.WithLabelValues(result).Inc()
-}
-
-func checkOnUnavailable(v string, window time.Duration) error {
-	if v != UnavailableDeny && v != UnavailableVerifyOffline {
-		return fmt.Errorf("--on-review-unavailable: want %s or %s, got %q", UnavailableDeny, UnavailableVerifyOffline, v)
-	}
-	if window <= 0 {
-		return fmt.Errorf("--offline-window: want > 0, got %s", window)
-	}
-	return nil
-}
-
-// addVerifyFlags registers the flags of local verification, the degraded
-// mode and the review gate.
-func (o *Options) addVerifyFlags(fs *flag.FlagSet) {
-	fs.Var(cli.NewStringList(&o.ServiceAccountIssuers), "service-account-issuer", "accepted token issuer (repeatable; default: the API server's discovered issuer)")
-	fs.DurationVar(&o.JWKSRefreshInterval, "jwks-refresh-interval", o.JWKSRefreshInterval, "period of the ServiceAccount signing-key (JWKS) refresh")
-	fs.DurationVar(&o.JWKSMinRefreshInterval, "jwks-min-refresh-interval", o.JWKSMinRefreshInterval, "least time between JWKS refreshes caused by an unknown key id")
-	fs.StringVar(&o.OnReviewUnavailable, "on-review-unavailable", o.OnReviewUnavailable, "deny, or verify-offline: admit locally verified and bound tokens while TokenReview is unreachable")
-	fs.DurationVar(&o.OfflineWindow, "offline-window", o.OfflineWindow, "longest verify-offline admission after TokenReview stopped answering")
-	fs.DurationVar(&o.MaxReviewWait, "max-review-wait", o.MaxReviewWait, "longest wait for a TokenReview rate token plus slot before review_throttled")
-}
-
-// checkVerify validates the options of addVerifyFlags.
-func (o *Options) checkVerify() error {
-	for _, iss := range o.ServiceAccountIssuers {
-		if iss == "" || strings.ContainsAny(iss, " \t,") {
-			return fmt.Errorf("--service-account-issuer: want one non-empty issuer, got %q", iss)
-		}
-	}
-	switch {
-	case o.JWKSRefreshInterval < time.Second:
-		return fmt.Errorf("--jwks-refresh-interval: want >= 1s, got %s", o.JWKSRefreshInterval)
-	case o.JWKSMinRefreshInterval <= 0 || o.JWKSMinRefreshInterval > o.JWKSRefreshInterval:
-		return fmt.Errorf("--jwks-min-refresh-interval: want > 0 and <= --jwks-refresh-interval, got %s", o.JWKSMinRefreshInterval)
-	case o.MaxReviewWait <= 0:
-		return fmt.Errorf("--max-review-wait: want > 0, got %s", o.MaxReviewWait)
-	}
-	return checkOnUnavailable(o.OnReviewUnavailable, o.OfflineWindow)
 }

@@ -30,6 +30,12 @@ func TestInvalidFlags(t *testing.T) {
 		{"kube-api-burst", "0"},
 		{"log-format", "xml"},
 		{"log-level", "verbose"},
+		{"service-account-issuer", "two issuers"},
+		{"jwks-refresh-interval", "500ms"},
+		{"jwks-min-refresh-interval", "0s"},
+		{"on-review-unavailable", "allow"},
+		{"offline-window", "0s"},
+		{"max-review-wait", "0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -55,14 +61,22 @@ func TestKubeconfigMissing(t *testing.T) {
 	}
 }
 
-// TestInvalidFlagsAllReported: one run reports every bad flag, not only the
-// first.
-func TestInvalidFlagsAllReported(t *testing.T) {
-	err := run(context.Background(), []string{"--cache-size=0", "--relay-path=relay", "--agent-service-account=x",
-		"--allowed-origins=evil", "--log-format=xml"}, io.Discard, io.Discard)
-	for _, f := range []string{"--cache-size", "--relay-path", "--agent-service-account", "--allowed-origins", "--log-format"} {
-		if err == nil || !strings.Contains(err.Error(), f) {
-			t.Errorf("err = %v, want it to name %s", err, f)
+// TestInvalidFlagsReportedTogether: one run reports each of ten bad flags
+// (five of Options, five of VerifyOptions), not only the first.
+func TestInvalidFlagsReportedTogether(t *testing.T) {
+	bad := map[string]string{
+		"cache-size": "0", "relay-path": "relay", "agent-service-account": "x", "allowed-origins": "evil", "log-format": "xml",
+		"service-account-issuer": "a b", "jwks-refresh-interval": "0s", "max-review-wait": "0s",
+		"on-review-unavailable": "allow", "offline-window": "0s",
+	}
+	var args []string
+	for f, v := range bad {
+		args = append(args, "--"+f+"="+v)
+	}
+	err := run(context.Background(), args, io.Discard, io.Discard)
+	for f := range bad {
+		if err == nil || !strings.Contains(err.Error(), "--"+f+":") {
+			t.Errorf("err = %v, want it to name --%s", err, f)
 		}
 	}
 }
