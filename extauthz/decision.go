@@ -115,11 +115,13 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	if reason := a.checkOrigin(req.Origin); reason != "" {
 		return deny(reason)
 	}
-	claims, reason, detail := a.verifier.verify(ctx, token)
+	k := a.reviewer.key(token)
+	ver, reason, detail := a.verifyOnce(ctx, k, token)
 	if reason != "" {
 		return Decision{Reason: reason, Detail: detail}
 	}
-	rv, hit, reason := a.reviewer.Review(ctx, token, exp)
+	claims := ver.claims
+	rv, hit, reason := a.reviewer.Review(ctx, k, token, exp, ver)
 	offline := false
 	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {
 		// Throttled during an outage too: the calls that pass the gate

@@ -50,6 +50,7 @@ func RESTFetch(c rest.Interface) FetchFunc {
 type keyState struct {
 	byKid   map[string][]jose.JSONWebKey
 	all     []jose.JSONWebKey
+	prints  map[keyPrint]bool // every key of the set, for cached verifications
 	issuers []string
 	fetched time.Time
 }
@@ -215,14 +216,16 @@ func parseJWKS(b []byte) (*keyState, error) {
 	if err := json.Unmarshal(b, &set); err != nil {
 		return nil, fmt.Errorf("jwks: %s: %w", jwksPath, err)
 	}
-	st := &keyState{byKid: map[string][]jose.JSONWebKey{}}
+	st := &keyState{byKid: map[string][]jose.JSONWebKey{}, prints: map[keyPrint]bool{}}
 	for _, k := range set.Keys {
 		if len(st.all) == maxKeys {
 			break
 		}
-		if !usableKey(&k) {
+		p, ok := printOf(&k)
+		if !ok || !usableKey(&k) {
 			continue
 		}
+		st.prints[p] = true
 		st.all = append(st.all, k)
 		st.byKid[k.KeyID] = append(st.byKid[k.KeyID], k)
 	}

@@ -48,6 +48,10 @@ func (r *review) hasAudience(aud string) bool { return slices.Contains(r.audienc
 type cacheEntry struct {
 	review  review
 	expires time.Time
+	// ver is the token's local verification, done before the review was
+	// asked for: a hit skips the signature check while it holds
+	// (verifycache.go).
+	ver *verified
 }
 
 // cacheKey is HMAC-SHA256(per-process key, audience NUL token): the token
@@ -73,7 +77,7 @@ type reviewer struct {
 	// in-flight slot), so a caller whose deadline passes can tell a slow API
 	// (review_unavailable) from a wait for a slot (review_throttled).
 	calling sync.Map
-	macs    sync.Pool // of hash.Hash keyed with hmacKey
+	macs    sync.Pool // of *keyMAC keyed with hmacKey
 	gate    *reviewGate
 	outage  *outage
 	ttl     time.Duration
@@ -98,26 +102,44 @@ func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func(
 	}, nil
 }
 
+// keyMAC is a pooled HMAC with its scratch buffers: the token is copied into
+// in rather than converted, so computing a key allocates nothing.
+type keyMAC struct {
+	h   hash.Hash
+	in  []byte
+	sum []byte
+}
+
 func (r *reviewer) key(token string) cacheKey {
-	h, _ := r.macs.Get().(hash.Hash)
-	if h == nil {
-		h = hmac.New(sha256.New, r.hmacKey)
+	m, _ := r.macs.Get().(*keyMAC)
+	if m == nil {
+		m = &keyMAC{h: hmac.New(sha256.New, r.hmacKey), sum: make([]byte, 0, sha256.Size)}
 	}
-	defer r.macs.Put(h)
-	h.Reset()
-	h.Write([]byte(r.audience))
-	h.Write([]byte{0})
-	h.Write([]byte(token))
+	defer r.macs.Put(m)
+	m.h.Reset()
+	m.in = append(append(append(m.in[:0], r.audience...), 0), token...)
+	m.h.Write(m.in)
+	clear(m.in) // the pooled buffer keeps no token
 	var k cacheKey
-	h.Sum(k[:0])
+	copy(k[:], m.h.Sum(m.sum[:0]))
 	return k
 }
 
-// Review returns the TokenReview answer for token, from the cache when
-// possible. exp is the token's own expiry (zero if unknown). On failure the
-// reason is review_unavailable or review_throttled: fail closed.
-func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (review, bool, contract.Reason) {
-	k := r.key(token)
+// cachedVerification returns the verification kept with the live cached
+// answer of key k, if there is one. It does not count as a cache hit.
+func (r *reviewer) cachedVerification(k cacheKey) (*verified, bool) {
+	e, ok := r.cache.Peek(k)
+	if !ok || !r.now().Before(e.expires) {
+		return nil, false
+	}
+	return e.ver, true
+}
+
+// Review returns the TokenReview answer for token, whose key is k, from the
+// cache when possible. exp is the token's own expiry (zero if unknown); ver
+// its local verification, cached with the answer. On failure the reason is
+// review_unavailable or review_throttled: fail closed.
+func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, bool, contract.Reason) {
 	if e, ok := r.cache.Get(k); ok {
 		if r.now().Before(e.expires) {
 			r.metrics.cacheHit(e.review.authenticated)
@@ -135,7 +157,7 @@ func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (rev
 	ch := r.group.DoChan(string(k[:]), func() (any, error) {
 		fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
-		return r.fetch(fctx, k, token, exp)
+		return r.fetch(fctx, k, token, exp, ver)
 	})
 	select {
 	case res := <-ch:
@@ -164,7 +186,7 @@ func (r *reviewer) Review(ctx context.Context, token string, exp time.Time) (rev
 // fetch passes the review gate (a rate token, then an in-flight slot held
 // only for the call), asks the API and caches the answer. Errors are never
 // cached.
-func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time) (review, error) {
+func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, error) {
 	release, err := r.gate.enter(ctx)
 	if err != nil {
 		return review{}, err
@@ -200,7 +222,7 @@ func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time
 	}
 	r.metrics.observeReview(result, elapsed)
 	if ttl > 0 {
-		r.cache.Add(k, cacheEntry{review: rv, expires: now.Add(ttl)})
+		r.cache.Add(k, cacheEntry{review: rv, expires: now.Add(ttl), ver: ver})
 	}
 	return rv, nil
 }

@@ -65,10 +65,10 @@ type verifier struct {
 	now      func() time.Time
 }
 
-// verify returns the verified claims, or a deny reason and the failed check
-// (for the log). It fails closed: without a key set it answers
-// review_unavailable.
-func (v *verifier) verify(ctx context.Context, token string) (*tokenClaims, contract.Reason, string) {
+// verify returns the verified claims and the key that verified them, or a
+// deny reason and the failed check (for the log). It fails closed: without a
+// key set it answers review_unavailable.
+func (v *verifier) verify(ctx context.Context, token string) (*verified, contract.Reason, string) {
 	tok, err := jwt.ParseSigned(token, signatureAlgorithms)
 	if err != nil || len(tok.Headers) != 1 {
 		return nil, contract.ReasonTokenSignatureInvalid, verifyParse
@@ -85,26 +85,27 @@ func (v *verifier) verify(ctx context.Context, token string) (*tokenClaims, cont
 		return nil, contract.ReasonTokenSignatureInvalid, verifyKidUnkown
 	}
 	var c tokenClaims
-	if !verifyWithAny(tok, keys, &c) {
+	i := verifyWithAny(tok, keys, &c)
+	if i < 0 {
 		return nil, contract.ReasonTokenSignatureInvalid, verifySignature
 	}
 	if reason, detail := v.checkClaims(&c, st.issuers); reason != "" {
 		return nil, reason, detail
 	}
-	return &c, "", ""
+	return newVerified(&c, &keys[i], st), "", ""
 }
 
 // verifyWithAny decodes the claims with the first key whose signature
-// verifies. A signature that verifies over claims that do not decode is a
-// deny all the same.
-func verifyWithAny(tok *jwt.JSONWebToken, keys []jose.JSONWebKey, c *tokenClaims) bool {
+// verifies and returns its index, or -1. A signature that verifies over
+// claims that do not decode is a deny all the same.
+func verifyWithAny(tok *jwt.JSONWebToken, keys []jose.JSONWebKey, c *tokenClaims) int {
 	for i := range keys {
 		if err := tok.Claims(keys[i].Key, c); err == nil {
-			return true
+			return i
 		}
 		*c = tokenClaims{}
 	}
-	return false
+	return -1
 }
 
 func (v *verifier) checkClaims(c *tokenClaims, issuers []string) (contract.Reason, string) {

@@ -1,0 +1,36 @@
+package extauthz
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+)
+
+// maxCacheHitAllocs bounds the allocations of one cache-hit Check (gRPC
+// request conversion, decision, response, JSON log line): issue 23's goal.
+// Measured on linux/amd64, Go 1.26, once the signature is verified once per cached
+// answer: 52, 58 with -race; 189 when every Check verified it again.
+const maxCacheHitAllocs = 60
+
+// TestCheckCacheHitAllocs guards the cache-hit Check: its allocations per
+// call, also after a JWKS refresh that fetched the same keys (the cached
+// verification still holds; nothing is verified again).
+func TestCheckCacheHitAllocs(t *testing.T) {
+	e := newEnv(t, nil)
+	e.authz.log = slog.New(slog.NewJSONHandler(io.Discard, nil)) // formatted as in production
+	req := relayCheck(e.answer(static(podBound())), nil)
+	ctx := context.Background()
+	check := func() {
+		if resp, _ := e.srv.Check(ctx, req); resp.GetOkResponse() == nil {
+			t.Fatal("cache-hit check denied")
+		}
+	}
+	check()
+	for _, phase := range []string{"cached", "after a refresh of the same keys"} {
+		if n := testing.AllocsPerRun(200, check); n > maxCacheHitAllocs {
+			t.Errorf("%s: %.0f allocations per cache-hit Check, want <= %d", phase, n, maxCacheHitAllocs)
+		}
+		must(t, e.authz.keys.refresh(ctx, "periodic"))
+	}
+}
