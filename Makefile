@@ -12,8 +12,9 @@ BINARIES := ./bridge/cmd/wirekube-bridge ./extauthz/cmd/wirekube-extauthz \
 	./tools/cmd/wirekube-relay-probe ./tools/cmd/wirekube-relay-token
 FIXTURES := ./internal/test/refrelay/cmd/wirekube-refrelay
 # The version every binary reports (--version, first log line,
-# wirekube_build_info); the image is tagged with it.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# wirekube_build_info); the image is tagged with it. One source:
+# internal/version.Release, which the chart and manifests/base pin too.
+VERSION ?= $(shell sed -n 's/^const Release = "\(.*\)"$$/\1/p' internal/version/version.go)
 LDFLAGS := -X github.com/wirekube/relay-ws/internal/version.Version=$(VERSION)
 
 .DEFAULT_GOAL := help

@@ -27,11 +27,21 @@ import (
 // chartValueSets are the chart shapes dry-run against the API server (the
 // unit tests lint and compare the same shapes).
 var chartValueSets = map[string][]string{
-	"default":    nil,
-	"front-none": {"--set", "front=none"},
-	"migration":  {"--set", "networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+	"default":            nil,
+	"front-none":         {"--set", "front=none"},
+	"front-none-enforce": {"--set", "front=none,networkPolicy.mode=enforce"},
+	"migration":          {"--set", "networkPolicy.mode=migrate,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+	"enforce":            {"--set", "networkPolicy.mode=enforce"},
 	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true," +
 		"monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
+	"plaintext":      {"--set", "envoy.config=envoy-plaintext.yaml"},
+	"single-replica": {"--set", "replicas=1"},
+	"large":          {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
+	"revocation-off": {"--set", "bridge.revocationAddr="},
+	"pod-options": {"--set", "imagePullSecrets[0].name=regcred,nodeSelector.pool=edge,podAnnotations.team=net," +
+		"podLabels.tier=edge,service.type=LoadBalancer,service.externalTrafficPolicy=Local,image.digest=sha256:" +
+		strings.Repeat("ab", 32)},
+	"helm-test": {"--set", "helmTest.peer=node-a,helmTest.publicKey=q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="},
 }
 
 func (e *env) renderChart(t *testing.T, namespace string, extra ...string) []*unstructured.Unstructured {
@@ -51,6 +61,9 @@ func (e *env) renderChart(t *testing.T, namespace string, extra ...string) []*un
 func (e *env) testChartDryRun(t *testing.T) {
 	ctx := context.Background()
 	for name, extra := range chartValueSets {
+		if name == "helm-test" {
+			continue // its Pod needs the per-peer ServiceAccount: testAlongsideChart creates one and applies it
+		}
 		t.Run(name, func(t *testing.T) {
 			objs := e.renderChart(t, stack.Namespace, extra...)
 			fatalIf(t, e.cluster.Apply(ctx, objs, true))
@@ -91,6 +104,17 @@ func (e *env) alongsideShape(t *testing.T, shape string) {
 
 	ours := e.renderChart(t, ns, "--set", "networkPolicy.relayNamespace="+ns,
 		"--set", "bridge.relayAddr=wirekube-relay-control."+ns+".svc.cluster.local:3478")
+	peerSA := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": map[string]any{"name": "wirekube-relay-peer-node-a", "namespace": ns}}}
+	fatalIf(t, e.cluster.Apply(ctx, []*unstructured.Unstructured{peerSA}, false))
+	for name, extra := range chartValueSets {
+		if name == "default" {
+			continue
+		}
+		more := e.renderChart(t, ns, append([]string{"--set", "networkPolicy.relayNamespace=" + ns,
+			"--set", "extauthz.peerNamespace=" + ns}, extra...)...)
+		t.Run(name, func(t *testing.T) { fatalIf(t, e.cluster.Apply(ctx, namespacedOnly(more), true)) })
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cluster.Client.Discovery()))
 	for _, o := range ours {
 		if o.GetNamespace() == "" {
@@ -110,6 +134,17 @@ func (e *env) alongsideShape(t *testing.T, shape string) {
 		t.Errorf("the dialed Service: clusterIP %q ports %+v, want headless TCP 3478", svc.Spec.ClusterIP, svc.Spec.Ports)
 	}
 	fatalIf(t, e.cluster.Apply(ctx, ours, true))
+}
+
+// namespacedOnly drops cluster-scoped objects (RBAC: one per cluster).
+func namespacedOnly(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // testOperatorSignals: every metric an alert or a dashboard panel reads is

@@ -35,12 +35,23 @@ func renderChart(t *testing.T, extra ...string) *rendered {
 }
 
 // chartValueSets are the shapes the chart is linted, rendered and dry-run in.
+// Every value that changes the Pod's shape (front, Envoy config, policy
+// stage, replicas, limits, revocation) has a set here.
 var chartValueSets = map[string][]string{
-	"default":    nil,
-	"front-none": {"--set", "front=none"},
-	"migration":  {"--set", "networkPolicy.migrationNodeCIDRs={" + netpol.MigrationNodeCIDR + "}"},
-	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
-	"plaintext":  {"--set", "envoy.config=envoy-plaintext.yaml"},
+	"default":             nil,
+	"front-none":          {"--set", "front=none"},
+	"front-none-enforce":  {"--set", "front=none,networkPolicy.mode=enforce"},
+	"migration":           {"--set", "networkPolicy.mode=migrate,networkPolicy.migrationNodeCIDRs={" + netpol.MigrationNodeCIDR + "}"},
+	"enforce":             {"--set", "networkPolicy.mode=enforce"},
+	"monitoring":          {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
+	"plaintext":           {"--set", "envoy.config=envoy-plaintext.yaml"},
+	"plaintext-enforce":   {"--set", "envoy.config=envoy-plaintext.yaml,networkPolicy.mode=enforce"},
+	"single-replica":      {"--set", "replicas=1"},
+	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
+	"revocation-off":      {"--set", "bridge.revocationAddr="},
+	"pod-options":         podOptionValues,
+	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
+	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},
 }
 
 func TestChartLint(t *testing.T) {
@@ -57,9 +68,15 @@ func TestChartLint(t *testing.T) {
 // TestChartRejectsBadValues: values the chart must refuse to render.
 func TestChartRejectsBadValues(t *testing.T) {
 	for name, extra := range map[string][]string{
-		"unknown front":         {"--set", "front=nginx"},
-		"front none, no policy": {"--set", "front=none,networkPolicy.enabled=false"},
-		"no replicas":           {"--set", "replicas=0"},
+		"unknown front":                  {"--set", "front=nginx"},
+		"no replicas":                    {"--set", "replicas=0"},
+		"migrate without node CIDRs":     {"--set", "networkPolicy.mode=migrate"},
+		"enforce with node CIDRs":        {"--set", "networkPolicy.mode=enforce,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+		"node CIDRs while off":           {"--set", "networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+		"removed networkPolicy.enabled":  {"--set", "networkPolicy.enabled=true"},
+		"envoy memory below its heap":    {"--set", "bridge.maxSessions=40000"},
+		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
+		"helm test without a public key": {"--set", "helmTest.peer=node-a"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
@@ -91,6 +108,9 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured) map[string]map[s
 			delete(labels, k)
 		}
 		o.SetLabels(labels)
+		// The chart's Pods carry their release (app.kubernetes.io/instance);
+		// it is no selector.
+		unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "labels", "app.kubernetes.io/instance")
 		unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations", "checksum/envoy-config")
 		if m := kustomizeHash.FindStringSubmatch(o.GetName()); m != nil && o.GetKind() == "ConfigMap" {
 			o.SetName(m[1])
@@ -176,7 +196,11 @@ func TestChartMonitoringMatchesExample(t *testing.T) {
 // TestChartNetworkPolicyFlows: the chart's policies hold the flow table.
 func TestChartNetworkPolicyFlows(t *testing.T) {
 	for name, s := range map[string]netpol.Shape{
-		"default": {}, "migration": {Migration: true}, "front-none": {WithoutEnvoy: true},
+		"default":            {RelayOpen: true},
+		"migration":          {Migration: true},
+		"enforce":            {},
+		"front-none":         {WithoutEnvoy: true, RelayOpen: true},
+		"front-none-enforce": {WithoutEnvoy: true},
 	} {
 		t.Run(name, func(t *testing.T) { checkFlows(t, renderChart(t, chartValueSets[name]...), s) })
 	}
@@ -242,6 +266,7 @@ func TestChartNotes(t *testing.T) {
 			mustf(t, mesh.GetKind() == "WireKubeMesh", "snippet kind %q", mesh.GetKind())
 			mustf(t, str(mesh.Object, "spec", "relay", "managed", "controlEndpoint") == "wss://relay.test.example/relay" &&
 				str(mesh.Object, "spec", "relay", "managed", "transport") == "wss", "snippet %v", mesh.Object)
+			mustf(t, str(mesh.Object, "spec", "meshCIDR") != "", "snippet without spec.meshCIDR (required)")
 			checkProbeCommands(t, notes)
 		})
 	}

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"github.com/wirekube/relay-ws/internal/test/netpol"
 	"github.com/wirekube/relay-ws/internal/test/render"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ func exampleChecks() map[string]func(t *testing.T, r *rendered) {
 		"mesh-managed":        func(t *testing.T, r *rendered) { checkMesh(t, r, "managed") },
 		"peer-serviceaccount": checkPeerServiceAccount,
 		"prometheus":          checkPodMonitor,
+		"relay-lockdown":      func(t *testing.T, r *rendered) { checkFlows(t, r, netpol.Shape{}) },
 		"tcp-migration":       checkTCPMigration,
 	}
 }
@@ -249,6 +251,7 @@ func checkMesh(t *testing.T, r *rendered, provider string) {
 	mustf(t, str(m.Object, "spec", "relay", provider, "transport") == "wss", "transport is not wss")
 	ep := str(m.Object, "spec", "relay", provider, "controlEndpoint")
 	mustf(t, strings.HasPrefix(ep, "wss://") && strings.HasSuffix(ep, contract.DefaultRelayPath), "controlEndpoint %q", ep)
+	mustf(t, str(m.Object, "spec", "meshCIDR") != "", "no spec.meshCIDR: applied over the chart's mesh it would remove the mesh's addresses")
 }
 
 func checkPeerServiceAccount(t *testing.T, r *rendered) {

@@ -26,7 +26,7 @@ func (r *rendered) policies(t *testing.T) []networkingv1.NetworkPolicy {
 func checkFlows(t *testing.T, r *rendered, s netpol.Shape) {
 	t.Helper()
 	pols := r.policies(t)
-	mustf(t, len(pols) > 0, "%s renders no NetworkPolicy", r.dir)
+	mustf(t, len(pols) > 0 || (s.RelayOpen && !s.WithoutEnvoy), "%s renders no NetworkPolicy", r.dir)
 	for _, v := range netpol.Violations(pols, netpol.GatewayFlows(s)) {
 		t.Errorf("%s: %s", r.dir, v)
 	}
@@ -38,11 +38,24 @@ func checkRelayPolicy(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	mustf(t, maps.Equal(d.Spec.Template.Labels, netpol.GatewayPod.Labels),
 		"gateway Pod labels %v, the flow table models %v", d.Spec.Template.Labels, netpol.GatewayPod.Labels)
 	mustf(t, d.Namespace == netpol.GatewayPod.Namespace, "gateway namespace %q, modelled %q", d.Namespace, netpol.GatewayPod.Namespace)
-	checkFlows(t, r, netpol.Shape{})
+	checkFlows(t, r, netpol.Shape{RelayOpen: true})
 }
 
 func checkTCPMigration(t *testing.T, r *rendered) {
 	checkFlows(t, r, netpol.Shape{Migration: true})
+}
+
+// TestRelayLockdownStages: the kustomize stages of the relay lock-down. The
+// base must not cut agents on transport tcp (hostNetwork, node addresses):
+// the lock-down is a component added on purpose.
+func TestRelayLockdownStages(t *testing.T) {
+	for dir, s := range map[string]netpol.Shape{
+		"base":                    {RelayOpen: true},
+		"examples/tcp-migration":  {Migration: true},
+		"examples/relay-lockdown": {},
+	} {
+		t.Run(dir, func(t *testing.T) { checkFlows(t, renderDir(t, dir), s) })
+	}
 }
 
 // TestNetworkPolicyFlowsWithoutEnvoy: the shapes whose proxy runs ext_authz
@@ -50,7 +63,7 @@ func checkTCPMigration(t *testing.T, r *rendered) {
 func TestNetworkPolicyFlowsWithoutEnvoy(t *testing.T) {
 	for _, dir := range []string{"examples/ingress-nginx", "examples/envoy-gateway", "examples/istio"} {
 		t.Run(dir, func(t *testing.T) {
-			checkFlows(t, renderDir(t, dir), netpol.Shape{WithoutEnvoy: true})
+			checkFlows(t, renderDir(t, dir), netpol.Shape{WithoutEnvoy: true, RelayOpen: true})
 		})
 	}
 }

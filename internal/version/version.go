@@ -20,6 +20,13 @@ import (
 // so the linker can set it (-X); nothing assigns it at run time.
 var Version = "dev"
 
+// Release is the version this tree becomes when it is tagged: `make build`
+// and `make image` stamp it into Version, the chart's appVersion and version
+// and manifests/base's image tag pin it (manifests/version_test.go holds
+// them equal), so a chart or kustomization from a checkout runs the image
+// built from the same checkout. Bump it together with the CHANGELOG section.
+const Release = "v0.2.0"
+
 // Image is the container image every binary ships in (Makefile, manifests,
 // compose, the Helm chart, the release workflow), tagged with Version.
 const Image = "ghcr.io/wirekube/relay-ws"

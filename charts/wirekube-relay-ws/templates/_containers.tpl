@@ -14,6 +14,8 @@ imagePullPolicy: {{ . }}
 {{- end -}}
 
 {{- define "gw.envoyContainer" -}}
+{{- $l := include "gw.listener" . | fromJson -}}
+{{- $p := include "gw.ports" . | fromJson -}}
 - name: envoy
   image: {{ .Values.envoy.image }}
   args:
@@ -24,16 +26,16 @@ imagePullPolicy: {{ . }}
   - --log-level
   - {{ .Values.envoy.logLevel }}
   ports:
-  - {name: https, containerPort: 8443, protocol: TCP}
-  - {name: envoy-metrics, containerPort: 9902, protocol: TCP}
+  - {name: {{ $l.name }}, containerPort: {{ $l.port }}, protocol: TCP}
+  - {name: envoy-metrics, containerPort: {{ $p.envoyMetrics }}, protocol: TCP}
   # /readyz goes through Envoy to the bridge, which checks the raw relay.
   readinessProbe:
-    httpGet: {path: /readyz, port: https, scheme: {{ ternary "HTTP" "HTTPS" (eq .Values.envoy.config "envoy-plaintext.yaml") }}}
+    httpGet: {path: /readyz, port: {{ $l.name }}, scheme: {{ $l.scheme }}}
     periodSeconds: 5
     timeoutSeconds: 3
     failureThreshold: 2
   livenessProbe:
-    tcpSocket: {port: https}
+    tcpSocket: {port: {{ $l.name }}}
     periodSeconds: 10
     failureThreshold: 3
   lifecycle:
@@ -45,21 +47,24 @@ imagePullPolicy: {{ . }}
   {{- include "gw.securityContext" . | nindent 2 }}
   volumeMounts:
   - {name: envoy-config, mountPath: /etc/envoy/config, readOnly: true}
+  {{- if $l.tls }}
   - {name: tls, mountPath: /etc/envoy/tls, readOnly: true}
+  {{- end }}
   - {name: tmp, mountPath: /tmp}
 {{- end -}}
 
 {{- define "gw.extauthzContainer" -}}
 {{- $envoy := eq .Values.front "envoy" -}}
+{{- $p := include "gw.ports" . | fromJson -}}
 {{- $x := .Values.extauthz -}}
 - name: extauthz
   image: {{ include "gw.image" . }}
   {{- include "gw.pullPolicy" . | indent 2 }}
   command: [/usr/local/bin/wirekube-extauthz]
   args:
-  - --grpc-listen={{ ternary "127.0.0.1:9001" ":9001" $envoy }}
-  - --http-listen={{ ternary "" ":9002" $envoy }}
-  - --metrics-listen=:9103
+  - --grpc-listen={{ ternary "127.0.0.1" "" $envoy }}:{{ $p.authzGRPC }}
+  - --http-listen={{ ternary "" (printf ":%d" (int $p.authzHTTP)) $envoy }}
+  - --metrics-listen=:{{ $p.authzMetrics }}
   - --audience={{ $x.audience }}
   {{- range $x.agentServiceAccounts }}
   - --agent-service-account={{ . }}
@@ -79,10 +84,10 @@ imagePullPolicy: {{ . }}
   - {{ . }}
   {{- end }}
   ports:
-  - {name: authz-metrics, containerPort: 9103, protocol: TCP}
+  - {name: authz-metrics, containerPort: {{ $p.authzMetrics }}, protocol: TCP}
   {{- if not $envoy }}
-  - {name: authz-grpc, containerPort: 9001, protocol: TCP}
-  - {name: authz-http, containerPort: 9002, protocol: TCP}
+  - {name: authz-grpc, containerPort: {{ $p.authzGRPC }}, protocol: TCP}
+  - {name: authz-http, containerPort: {{ $p.authzHTTP }}, protocol: TCP}
   {{- end }}
   readinessProbe:
     httpGet: {path: /readyz, port: authz-metrics}
@@ -99,20 +104,20 @@ imagePullPolicy: {{ . }}
 
 {{- define "gw.bridgeContainer" -}}
 {{- $envoy := eq .Values.front "envoy" -}}
+{{- $p := include "gw.ports" . | fromJson -}}
 {{- $b := .Values.bridge -}}
 - name: bridge
   image: {{ include "gw.image" . }}
   {{- include "gw.pullPolicy" . | indent 2 }}
   command: [/usr/local/bin/wirekube-bridge]
   args:
-  - --listen={{ ternary "127.0.0.1:8081" ":8081" $envoy }}
-  - --metrics-listen=:9102
+  - --listen={{ ternary "127.0.0.1" "" $envoy }}:{{ $p.bridge }}
+  - --metrics-listen=:{{ $p.bridgeMetrics }}
   - --relay-addr={{ $b.relayAddr }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
-  {{- with $b.revocationAddr }}
-  - --revocation-addr={{ . }}
-  {{- end }}
+  # Always rendered: an empty value turns the revocation stream off (the flag's default is on).
+  - --revocation-addr={{ $b.revocationAddr }}
   {{- with $b.revocationStaleTimeout }}
   - --revocation-stale-timeout={{ . }}
   {{- end }}
@@ -120,9 +125,9 @@ imagePullPolicy: {{ . }}
   - {{ . }}
   {{- end }}
   ports:
-  - {name: bridge-metrics, containerPort: 9102, protocol: TCP}
+  - {name: bridge-metrics, containerPort: {{ $p.bridgeMetrics }}, protocol: TCP}
   {{- if not $envoy }}
-  - {name: http, containerPort: 8081, protocol: TCP}
+  - {name: http, containerPort: {{ $p.bridge }}, protocol: TCP}
   {{- end }}
   # A probe may try a second relay Pod after --relay-dial-timeout (1s).
   readinessProbe:

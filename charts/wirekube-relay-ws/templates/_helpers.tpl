@@ -19,8 +19,73 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/name: wirekube-relay-gateway
 {{- end -}}
 
+{{/* The image: a digest (image.digest) wins over the tag; the tag defaults to the chart's appVersion, which a
+test holds equal to internal/version.Release (the version this tree builds). */}}
 {{- define "gw.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* The one place every port of the Pod comes from: container flags, containerPorts, probes, Services,
+NetworkPolicies and scrape annotations all read it. The Envoy listener's port and whether it terminates TLS are
+read from the Envoy config file the container is started with (gw.listener), never assumed. */}}
+{{- define "gw.ports" -}}
+{"bridge": 8081, "bridgeMetrics": 9102, "authzGRPC": 9001, "authzHTTP": 9002, "authzMetrics": 9103, "envoyMetrics": 9902}
+{{- end -}}
+
+{{/* The relay listener of the selected Envoy config (files/<envoy.config>): its port, whether it has a TLS
+transport socket, and the names the Pod and the Service use for it. */}}
+{{- define "gw.listener" -}}
+{{- $file := printf "files/%s" .Values.envoy.config -}}
+{{- $cfg := .Files.Get $file | fromYaml -}}
+{{- $out := dict -}}
+{{- range $cfg.static_resources.listeners -}}
+{{- if hasPrefix "relay" .name -}}
+{{- $tls := hasKey (index .filter_chains 0) "transport_socket" -}}
+{{- $_ := set $out "port" (int .address.socket_address.port_value) -}}
+{{- $_ := set $out "tls" $tls -}}
+{{- $_ := set $out "name" (ternary "https" "http" $tls) -}}
+{{- $_ := set $out "scheme" (ternary "HTTPS" "HTTP" $tls) -}}
+{{- $_ := set $out "servicePort" (ternary 443 80 $tls) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $out.port -}}
+{{- fail (printf "envoy.config %s: no relay* listener in %s" .Values.envoy.config $file) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Envoy's limits, derived from the bridge's: per Pod, every session is one downstream connection and one
+upstream connection to the bridge. The circuit breaker to the bridge equals bridge.maxSessions (the bridge
+answers the excess itself, 503 with a reason code); the overload manager's connection cap leaves a quarter more
+for denied upgrades, probes and reconnects in flight; the heap cap grows with the sessions (384 MiB per 20,000,
+never below 384 MiB) and must fit under the container's memory limit. */}}
+{{- define "gw.envoyLimits" -}}
+{{- $s := int .Values.bridge.maxSessions -}}
+{{- $heapMi := max 384 (div (mul $s 384) 20000) -}}
+{"sessions": {{ $s }}, "downstream": {{ add $s (div $s 4) }}, "heapMi": {{ $heapMi }}, "heapBytes": {{ mul $heapMi 1048576 }}}
+{{- end -}}
+
+{{/* A memory quantity (Mi or Gi) in MiB, 0 when it is in another unit. */}}
+{{- define "gw.mebibytes" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "Gi" $q -}}{{ mul (int (trimSuffix "Gi" $q)) 1024 }}
+{{- else if hasSuffix "Mi" $q -}}{{ int (trimSuffix "Mi" $q) }}
+{{- else -}}0{{- end -}}
+{{- end -}}
+
+{{/* networkPolicy.mode as a string (YAML 1.1 reads a bare `off` as false). */}}
+{{- define "gw.policyMode" -}}
+{{- $m := toString .Values.networkPolicy.mode -}}
+{{- ternary "off" $m (eq $m "false") -}}
+{{- end -}}
+
+{{/* The PDB is rendered unless it is disabled or there is one replica (a one-Pod PDB freezes every drain). */}}
+{{- define "gw.pdbEnabled" -}}
+{{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
 {{- end -}}
 
 {{- define "gw.validate" -}}
@@ -30,7 +95,42 @@ app.kubernetes.io/name: wirekube-relay-gateway
 {{- if lt (int .Values.replicas) 1 -}}
 {{- fail "replicas: must be at least 1" -}}
 {{- end -}}
-{{- if and (eq .Values.front "none") (not .Values.networkPolicy.enabled) -}}
-{{- fail "front=none needs networkPolicy.enabled: the bridge trusts identity headers and listens on the Pod address" -}}
+{{- if hasKey .Values.networkPolicy "enabled" -}}
+{{- fail "networkPolicy.enabled is gone: set networkPolicy.mode (off, migrate or enforce; docs/upgrading.md)" -}}
 {{- end -}}
+{{- $mode := include "gw.policyMode" . -}}
+{{- $cidrs := .Values.networkPolicy.migrationNodeCIDRs -}}
+{{- if and (eq $mode "migrate") (not $cidrs) -}}
+{{- fail "networkPolicy.mode=migrate needs networkPolicy.migrationNodeCIDRs (the node CIDRs of agents on transport tcp): without them it cuts every such agent off the relay" -}}
+{{- end -}}
+{{- if and (eq $mode "enforce") $cidrs -}}
+{{- fail "networkPolicy.mode=enforce admits no node CIDRs: empty networkPolicy.migrationNodeCIDRs once every agent uses wss, or stay on mode migrate" -}}
+{{- end -}}
+{{- if and (eq $mode "off") $cidrs -}}
+{{- fail "networkPolicy.migrationNodeCIDRs is set but networkPolicy.mode is off: set mode migrate to apply them" -}}
+{{- end -}}
+{{- if eq .Values.front "envoy" -}}
+{{- $l := include "gw.envoyLimits" . | fromJson -}}
+{{- $limit := include "gw.mebibytes" (dig "limits" "memory" "" .Values.envoy.resources) | int -}}
+{{- if and $limit (lt $limit (int (add $l.heapMi 64))) -}}
+{{- fail (printf "envoy.resources.limits.memory %s is below Envoy's heap cap %dMi (from bridge.maxSessions=%d) plus 64Mi: raise it" .Values.envoy.resources.limits.memory (int $l.heapMi) (int .Values.bridge.maxSessions)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An Envoy config file with its session limits set from gw.envoyLimits. Each replaced line must be in the
+file exactly once (a renamed field fails the render instead of silently keeping the old limit). */}}
+{{- define "gw.envoyFile" -}}
+{{- $root := index . 0 -}}
+{{- $file := index . 1 -}}
+{{- $l := include "gw.envoyLimits" $root | fromJson -}}
+{{- $s := $root.Files.Get $file -}}
+{{- range $key, $value := dict "max_active_downstream_connections" $l.downstream "max_heap_size_bytes" $l.heapBytes "max_connections" $l.sessions "max_requests" $l.sessions -}}
+{{- $re := printf "(?m)^(\\s+%s: )[0-9]+$" $key -}}
+{{- if ne (len (regexFindAll $re $s -1)) 1 -}}
+{{- fail (printf "%s: want exactly one %s line to set from bridge.maxSessions" $file $key) -}}
+{{- end -}}
+{{- $s = regexReplaceAll $re $s (printf "${1}%d" (int64 $value)) -}}
+{{- end -}}
+{{- $s -}}
 {{- end -}}

@@ -72,6 +72,11 @@ type Shape struct {
 	// WithoutEnvoy: the gateway Pods serve the bridge and extauthz on the
 	// Pod address behind a policy (components/without-envoy, front none).
 	WithoutEnvoy bool
+	// RelayOpen: no policy of ours selects the relay Pods (the chart's
+	// networkPolicy.mode off, manifests/base without
+	// components/relay-lockdown): every flow to them stays as WireKube's
+	// chart leaves it, agents on transport tcp included.
+	RelayOpen bool
 }
 
 func tcpFlow(from, to Endpoint, port int32) Flow {
@@ -100,6 +105,13 @@ func GatewayFlows(s Shape) []Case {
 		{tcpFlow(PrometheusPod, RelayPod, 8080), true, "other relay ports are not this policy's business"},
 		{tcpFlow(PrometheusPod, GatewayPod, 9102), true, "bridge metrics"},
 		{tcpFlow(PrometheusPod, GatewayPod, 9103), true, "extauthz metrics"},
+	}
+	if s.RelayOpen {
+		for i := range cases {
+			if cases[i].Flow.To.Name == RelayPod.Name || cases[i].Flow.To.Name == RelayPod2.Name {
+				cases[i].Allow, cases[i].Why = true, "no lock-down yet: "+cases[i].Why+" (open until the lock-down stage)"
+			}
+		}
 	}
 	if s.WithoutEnvoy {
 		return append(cases,

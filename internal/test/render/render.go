@@ -70,6 +70,7 @@ func Dirs() []string {
 		"examples/mesh-managed",
 		"examples/peer-serviceaccount",
 		"examples/prometheus",
+		"examples/relay-lockdown",
 		"examples/tcp-migration",
 	}
 	sort.Strings(dirs)

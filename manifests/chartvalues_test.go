@@ -1,0 +1,270 @@
+package manifests
+
+import (
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wirekube/relay-ws/bridge"
+	"github.com/wirekube/relay-ws/extauthz"
+	"github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/test/netpol"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/version"
+	"github.com/wirekube/relay-ws/tools/probe"
+)
+
+// renderKustomization renders a kustomization written into a temporary
+// directory two levels below manifests/ (kustomize refuses absolute
+// paths to bases), so "../../" in it means manifests/.
+func renderKustomization(t *testing.T, body string) *rendered {
+	t.Helper()
+	tmp, err := os.MkdirTemp(".", ".kustomization-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	dir := filepath.Join(tmp, "k")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + body
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := renderDir(t, dir)
+	r.dir = "kustomization " + strings.ReplaceAll(body, "\n", " ")
+	return r
+}
+
+// TestVersionPinned: the chart and manifests/base run the image of the
+// version this tree builds (internal/version.Release, which `make build`
+// stamps into the binaries).
+func TestVersionPinned(t *testing.T) {
+	var chart struct{ Version, AppVersion string }
+	data, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(data, &chart)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustf(t, chart.AppVersion == version.Release, "Chart.yaml appVersion %q, the tree builds %q (internal/version.Release)", chart.AppVersion, version.Release)
+	mustf(t, "v"+chart.Version == version.Release, "Chart.yaml version %q, want %q without the v", chart.Version, version.Release)
+	want := version.Image + ":" + version.Release
+	for _, c := range renderDir(t, "base").deployment(t).Spec.Template.Spec.Containers {
+		mustf(t, c.Name == "envoy" || c.Image == want, "manifests/base %s image %q, want %q", c.Name, c.Image, want)
+	}
+	for _, c := range renderChart(t).deployment(t).Spec.Template.Spec.Containers {
+		mustf(t, c.Name == "envoy" || c.Image == want, "chart %s image %q, want %q", c.Name, c.Image, want)
+	}
+	cmd := exec.Command("make", "-s", "-n", "build")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	mustf(t, err == nil && strings.Contains(string(out), "internal/version.Version="+version.Release+"\""),
+		"make build does not stamp %s (%v):\n%s", version.Release, err, out)
+}
+
+// parseBridge parses args with the bridge binary's own flag set and options
+// validation (what wirekube-bridge does before it starts).
+func parseBridge(t *testing.T, args []string) bridge.Options {
+	t.Helper()
+	o := bridge.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-bridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	version.AddFlag(fs)
+	if err := cli.Parse(fs, args); err != nil {
+		t.Fatalf("wirekube-bridge %v: %v", args, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("wirekube-bridge %v: %v", args, err)
+	}
+	return o
+}
+
+func parseExtauthz(t *testing.T, args []string) {
+	t.Helper()
+	o := extauthz.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-extauthz", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	version.AddFlag(fs)
+	if err := cli.Parse(fs, args); err != nil {
+		t.Fatalf("wirekube-extauthz %v: %v", args, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("wirekube-extauthz %v: %v", args, err)
+	}
+}
+
+// TestRenderedArgsParse: the args of every chart shape and of each
+// kustomize rendering are accepted by the flag sets and validation of the
+// binaries built from this tree; an unknown flag is refused by name.
+func TestRenderedArgsParse(t *testing.T) {
+	check := func(t *testing.T, r *rendered) {
+		d := r.deployment(t)
+		if c := container(d, "bridge"); c != nil {
+			parseBridge(t, c.Args)
+		}
+		if c := container(d, "extauthz"); c != nil {
+			parseExtauthz(t, c.Args)
+		}
+	}
+	for name, extra := range chartValueSets {
+		t.Run("chart/"+name, func(t *testing.T) { check(t, renderChart(t, extra...)) })
+	}
+	for _, dir := range render.Dirs() {
+		r := renderDir(t, dir)
+		if len(r.all("Deployment")) == 1 {
+			t.Run(dir, func(t *testing.T) { check(t, r) })
+		}
+	}
+	for name, add := range map[string]func(*flag.FlagSet){
+		"bridge":   func(fs *flag.FlagSet) { o := bridge.DefaultOptions(); o.AddFlags(fs) },
+		"extauthz": func(fs *flag.FlagSet) { o := extauthz.DefaultOptions(); o.AddFlags(fs) },
+	} {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		add(fs)
+		err := cli.Parse(fs, []string{"--listen-adress=:1"})
+		mustf(t, err != nil && strings.Contains(err.Error(), "listen-adress"), "%s: unknown flag gives %v, want an error naming it", name, err)
+	}
+}
+
+// TestChartSchemaRefuses: values.schema.json makes helm refuse a typo or a
+// wrong type at install, naming the value.
+func TestChartSchemaRefuses(t *testing.T) {
+	for name, tc := range map[string]struct {
+		extra []string
+		names string
+	}{
+		"typo at the top":       {[]string{"--set", "replica=3"}, "replica"},
+		"typo below":            {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
+		"string for integer":    {[]string{"--set", "replicas=two"}, "/replicas"},
+		"unknown policy stage":  {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
+		"bad duration":          {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
+		"bad digest":            {[]string{"--set", "image.digest=latest"}, "/image/digest"},
+		"unknown Service type":  {[]string{"--set", "service.type=External"}, "/service/type"},
+		"list for a string":     {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
+		"flag without dashes":   {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
+		"selector in podLabels": {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, tc.extra...)
+			mustf(t, err != nil && strings.Contains(err.Error(), "schema") && strings.Contains(err.Error(), tc.names),
+				"helm template %v: %v, want a schema error naming %s", tc.extra, err, tc.names)
+		})
+	}
+	// A values file with a bare `off` (YAML reads it as false) is the off stage.
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte("networkPolicy:\n  mode: off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustf(t, len(renderChart(t, "-f", f).policies(t)) == 0, "mode: off (unquoted) renders a NetworkPolicy")
+}
+
+// TestChartSchemaCoversValues: every value in values.yaml is declared in
+// values.schema.json (an undeclared one would be refused as unknown).
+func TestChartSchemaCoversValues(t *testing.T) {
+	var values map[string]any
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(data, &values)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	data, err = os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &schema)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	var walk func(path string, v any, s map[string]any)
+	walk = func(path string, v any, s map[string]any) {
+		m, ok := v.(map[string]any)
+		props, declared := s["properties"].(map[string]any)
+		if !ok || !declared {
+			return // a leaf, or a free-form map (labels, selectors)
+		}
+		mustf(t, s["additionalProperties"] == false, "schema %s admits unknown keys", path)
+		for k, child := range m {
+			cs, ok := props[k].(map[string]any)
+			if !ok {
+				missing = append(missing, path+"."+k)
+				continue
+			}
+			walk(path+"."+k, child, cs)
+		}
+	}
+	walk("", values, schema)
+	sort.Strings(missing)
+	mustf(t, len(missing) == 0, "values.yaml has values the schema does not declare: %v", missing)
+}
+
+// TestChartNotesStage: NOTES say which lock-down stage the release is in
+// and what one replica costs.
+func TestChartNotesStage(t *testing.T) {
+	for name, want := range map[string][]string{
+		"default":        {"networkPolicy.mode=off", "agents still on transport tcp keep reaching the raw relay"},
+		"migration":      {"networkPolicy.mode=migrate", netpol.MigrationNodeCIDR, "policy-cidr-match-mode: nodes"},
+		"enforce":        {"networkPolicy.mode=enforce", "cut off the relay until it restarts"},
+		"single-replica": {"ONE REPLICA", "no PodDisruptionBudget"},
+		"helm-test":      {"helm test wirekube-relay-gateway"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			notes := renderNotes(t, chartValueSets[name]...)
+			for _, w := range want {
+				mustf(t, strings.Contains(notes, w), "NOTES lack %q:\n%s", w, notes)
+			}
+			mustf(t, !strings.Contains(notes, "/etc/wireguard"), "NOTES name /etc/wireguard: WireKube keeps its key in /var/lib/wirekube")
+		})
+	}
+}
+
+// TestChartHelmTest: the helm test Pod runs the probe in check mode (never
+// --register) against the public host, as the per-peer ServiceAccount with
+// a relay-audience token, with flags the probe defines.
+func TestChartHelmTest(t *testing.T) {
+	mustf(t, len(renderChart(t).all("Pod")) == 0, "a helm test Pod without helmTest.peer")
+	r := renderChart(t, chartValueSets["helm-test"]...)
+	pod := into[corev1.Pod](t, r.one(t, "Pod", "wirekube-relay-gateway-test"))
+	mustf(t, pod.Annotations["helm.sh/hook"] == "test", "hook %q, want test", pod.Annotations["helm.sh/hook"])
+	mustf(t, pod.Spec.ServiceAccountName == "wirekube-relay-peer-node-a", "ServiceAccount %q", pod.Spec.ServiceAccountName)
+	mustf(t, pod.Spec.RestartPolicy == corev1.RestartPolicyNever, "restartPolicy %q", pod.Spec.RestartPolicy)
+	c := pod.Spec.Containers[0]
+	mustf(t, slices.Equal(c.Command, []string{"/usr/local/bin/wirekube-relay-probe"}), "command %v", c.Command)
+	o := probe.DefaultOptions()
+	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if err := cli.Parse(fs, c.Args); err != nil {
+		t.Fatalf("probe args %v: %v", c.Args, err)
+	}
+	mustf(t, !o.Register, "the helm test registers with the relay (replaces the node's live session)")
+	mustf(t, o.URL == "wss://relay.example.com/relay" && o.PublicKey == testPublicKey, "probe url %q key %q", o.URL, o.PublicKey)
+	var audience string
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected != nil && len(v.Projected.Sources) == 1 && v.Projected.Sources[0].ServiceAccountToken != nil {
+			audience = v.Projected.Sources[0].ServiceAccountToken.Audience
+			mustf(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == v.Name && filepath.Join(m.MountPath, v.Projected.Sources[0].ServiceAccountToken.Path) == o.TokenFile
+			}), "the probe's --token-file %q is not the projected token", o.TokenFile)
+		}
+	}
+	mustf(t, audience == "wirekube-relay", "token audience %q, want wirekube-relay", audience)
+}
