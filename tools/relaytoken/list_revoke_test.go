@@ -104,7 +104,7 @@ func TestRevoke(t *testing.T) {
 	}
 	testutil.Contains(t, out, "deleted ServiceAccount wirekube-system/wirekube-relay-peer-node-a",
 		"deleted Secret wirekube-system/tok-a\n", "deleted Secret wirekube-system/tok-a2",
-		"keeps\nrunning until it disconnects or reconnects")
+		"Sessions already connected with this peer's tokens are closed within seconds (WebSocket 1008\nservice_account_not_found")
 	entries, err := (&Tool{Clients: fc.clients()}).List(context.Background(), DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)

@@ -72,9 +72,10 @@ func (t *Tool) deleteSecrets(ctx context.Context, namespace, peer string, res *R
 }
 
 // revokeNotice is printed after a revoke: what changes now and what not.
-const revokeNotice = `New connections with this peer's tokens are refused from the gateway's next token check:
-TokenReview rejects tokens of a deleted ServiceAccount (kube-apiserver and the gateway may
-keep a positive review cached for a few seconds). A session that is already connected keeps
-running until it disconnects or reconnects, because the gateway checks the token only at the
-upgrade; restart that agent, or the gateway, to end it now. Token files written with --token-file
-are not deleted, but the tokens in them no longer work.`
+const revokeNotice = `Sessions already connected with this peer's tokens are closed within seconds (WebSocket 1008
+service_account_not_found: extauthz sees the ServiceAccount go and the bridges follow its
+revocation stream; a bridge run with an empty --revocation-addr does not). New connections are
+refused from the gateway's next token check: TokenReview rejects tokens of a deleted
+ServiceAccount (kube-apiserver and the gateway may keep a positive review cached for a few
+seconds). Token files written with --token-file are not deleted, but the tokens in them no
+longer work.`
