@@ -303,3 +303,45 @@ func checkProbeCommands(t *testing.T, notes string) {
 		}
 	}
 }
+
+// TestAlertRunbooks: every alert links its row in docs/monitoring.md, keeps
+// the namespace label (no absent(), which drops every label it was not
+// given as an equality) and finds targets by Pod name, not by a job name
+// that only the chart's monitors would give.
+func TestAlertRunbooks(t *testing.T) {
+	var spec struct {
+		Groups []struct {
+			Rules []struct {
+				Alert, Expr string
+				Annotations map[string]string
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(data, &spec)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/monitoring.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			anchor := strings.ToLower(r.Alert)
+			want := "https://github.com/wirekube/relay-ws/blob/main/docs/monitoring.md#" + anchor
+			mustf(t, r.Annotations["runbook_url"] == want, "%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			mustf(t, strings.Contains(string(doc), `<a id="`+anchor+`"></a>`), "docs/monitoring.md has no anchor %s for %s", anchor, r.Alert)
+			mustf(t, !strings.Contains(r.Expr, "absent("), "%s uses absent(), which drops the namespace label: %s", r.Alert, r.Expr)
+			mustf(t, !strings.Contains(r.Expr, "job="), "%s matches a job name (set by the scrape config): %s", r.Alert, r.Expr)
+		}
+	}
+	mustf(t, n > 0, "no alerts")
+}
