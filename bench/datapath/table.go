@@ -72,6 +72,9 @@ func (r *Result) ratioRow(figure, path, base string, value func(*Figures) float6
 		return row{Figure: figure, Value: "n/a", Baseline: "n/a", Ratio: "-", Goal: goalText(goal, lower), Met: "not measured"}
 	}
 	v, bv := value(f), value(fb)
+	if v == 0 { // the path did not run (WIREKUBE_BENCH_ONLY)
+		return row{Figure: figure, Value: "n/a", Baseline: text(base, payload), Ratio: "-", Goal: goalText(goal, lower), Met: "not measured"}
+	}
 	if bv == 0 {
 		return row{Figure: figure, Value: text(path, payload), Baseline: text(base, payload), Ratio: "-", Goal: goalText(goal, lower), Met: "-"}
 	}

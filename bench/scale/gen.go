@@ -1,0 +1,337 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// The load generator runs in child processes (the test binary run again
+// with GenEnv set): each holds one descriptor per agent, and the hard limit
+// here is 20,000 per process.
+const GenEnv = "WIREKUBE_SCALE_GEN"
+
+// genSpec is what one generator process runs: its agents and the fronts.
+type genSpec struct {
+	Fronts []string // TLS fronts, one per replica
+	CAFile string   // trusts the fronts' serving certificate
+	Rate   float64  // agents started per second at the start
+	Agents []genAgent
+}
+
+// genAgent is one agent: its index in the run, key, token and the replica
+// its connections go to first (the Service's pick; the others are tried,
+// in dialOrder, when its front refuses the connection, as once its
+// endpoint is gone).
+type genAgent struct {
+	I       int
+	Key     relayproto.Key
+	Token   string
+	Replica int
+}
+
+// Events a generator writes on stdout, one a line, times in Unix ns:
+//
+//	U <agent> <ns> <replica>         admitted: upgraded, registered, its own echo came back
+//	D <agent> <ns> <close code>      the session ended (1006: connection lost)
+//	F <agent> <ns> <status> <reason> a dial that did not upgrade
+//	S <agent> <ns>                   the agent stopped: its session was revoked (1008), its Pod is gone
+const (
+	evUp     = "U"
+	evDown   = "D"
+	evFail   = "F"
+	evStop   = "S"
+	closePol = 1008 // RFC 6455 policy violation: every revocation close
+)
+
+// RunGeneratorIfAsked runs a load generator when GenEnv names a spec file,
+// until stdin closes. Call it first in TestMain.
+func RunGeneratorIfAsked() (bool, error) {
+	path := os.Getenv(GenEnv)
+	if path == "" {
+		return false, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return true, err
+	}
+	var spec genSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return true, err
+	}
+	ca, err := os.ReadFile(spec.CAFile)
+	if err != nil {
+		return true, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return true, errors.New("generator: no CA certificate")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // stdin closes when the parent is done
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	w := &eventWriter{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
+	go w.flushLoop(ctx)
+	tlsConf := &tls.Config{RootCAs: pool, ServerName: frontName, MinVersion: tls.VersionTLS12}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for n, a := range spec.Agents {
+		if spec.Rate > 0 { // ramp: the fronts' TokenReview budget is finite
+			at := start.Add(time.Duration(float64(n) / spec.Rate * float64(time.Second)))
+			if sleepCtx(ctx, time.Until(at)) != nil {
+				break
+			}
+		}
+		wg.Go(func() { runAgent(ctx, a, spec.Fronts, tlsConf, w) })
+	}
+	wg.Wait()
+	w.flush()
+	return true, nil
+}
+
+// frontName is the fronts' certificate name; the URL's host is never
+// resolved (NetDialContext picks the replica).
+const frontName = "relay.example.com"
+
+// runAgent keeps one agent connected as the real agent does
+// (testagent.AgentPolicy: 1 s after a disconnect, doubling after each
+// failed dial up to 30 s; keepalives every 25 s), until ctx ends or its
+// session is revoked.
+func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Config, w *eventWriter) {
+	b := testagent.NewBackoff(testagent.AgentPolicy)
+	last := testagent.Disconnected
+	for first := true; ctx.Err() == nil; first = false {
+		if !first && sleepCtx(ctx, b.Next(last)) != nil {
+			return
+		}
+		last = testagent.DialFailed
+		replica := -1
+		o := testagent.Options{
+			URL: "wss://" + frontName + contract.DefaultRelayPath, Token: a.Token, TLS: tlsConf,
+			HandshakeTimeout: testagent.AgentPolicy.HandshakeTimeout,
+			NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var errs []error
+				for _, r := range dialOrder(a, len(fronts)) {
+					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", fronts[r])
+					if err == nil {
+						replica = r
+						return c, nil
+					}
+					errs = append(errs, err)
+				}
+				return nil, errors.Join(errs...)
+			},
+		}
+		dctx, cancel := context.WithTimeout(ctx, testagent.AgentPolicy.HandshakeTimeout)
+		c, err := testagent.Dial(dctx, o, a.Key)
+		cancel()
+		if err != nil {
+			status, reason := 0, "-"
+			var de *testagent.DialError
+			if errors.As(err, &de) {
+				status, reason = de.Status, cmpOr(de.Reason, "-")
+			}
+			w.emit(evFail, a.I, strconv.Itoa(status), reason)
+			continue
+		}
+		stop := context.AfterFunc(ctx, c.Abort)
+		code := serveAgent(c, a.Key, w, a.I, replica)
+		stop()
+		c.Abort()
+		if code < 0 { // upgraded but never carried its echo
+			w.emit(evFail, a.I, "101", "no_echo")
+			continue
+		}
+		last = testagent.Disconnected
+		w.emit(evDown, a.I, strconv.Itoa(code))
+		if code == closePol {
+			w.emit(evStop, a.I)
+			return
+		}
+	}
+}
+
+// serveAgent confirms the session carries data (one frame to its own key
+// and back), reports the admission, then reads until the session ends and
+// returns its close code (1006 without a close frame, -1 when the echo
+// never came back).
+func serveAgent(c *testagent.Conn, key relayproto.Key, w *eventWriter, i, replica int) int {
+	if err := c.SendData(key, []byte("scale")); err != nil {
+		return -1
+	}
+	src, _, err := c.ReadData(30 * time.Second)
+	if err != nil || !src.Equal(key) {
+		return -1
+	}
+	w.emit(evUp, i, strconv.Itoa(replica))
+	for {
+		if _, _, err := c.ReadData(time.Hour); err != nil {
+			if ce := testagent.CloseOf(err); ce != nil {
+				return ce.Code
+			}
+			return 1006
+		}
+	}
+}
+
+// dialOrder is the agent's replica first, then the others in an order
+// that differs between agents, so the agents of a lost replica spread over
+// the rest as a Service's endpoints would take them.
+func dialOrder(a genAgent, n int) []int {
+	order := []int{a.Replica}
+	for k := range n - 1 {
+		off := (a.I/n + k) % (n - 1)
+		order = append(order, (a.Replica+1+off)%n)
+	}
+	return order
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// eventWriter serializes event lines; the time is taken when the event
+// happens, so the flush period does not shift any figure.
+type eventWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (e *eventWriter) emit(kind string, agent int, fields ...string) {
+	now := time.Now().UnixNano()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fmt.Fprintf(e.w, "%s %d %d", kind, agent, now)
+	for _, f := range fields {
+		e.w.WriteByte(' ')
+		e.w.WriteString(f)
+	}
+	e.w.WriteByte('\n')
+}
+
+func (e *eventWriter) flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.w.Flush()
+}
+
+func (e *eventWriter) flushLoop(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.flush()
+		}
+	}
+}
+
+// generator is a running generator child, seen from the parent.
+type generator struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+}
+
+// startGenerator runs the test binary again as a generator of spec and
+// feeds its events to on.
+func startGenerator(specPath string, on func(event)) (*generator, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), GenEnv+"="+specPath)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start generator: %w", err)
+	}
+	g := &generator{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	go func() { // owned: ends at the child's EOF; stop waits for it
+		defer close(g.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if ev, ok := parseEvent(sc.Text()); ok {
+				on(ev)
+			}
+		}
+	}()
+	return g, nil
+}
+
+func (g *generator) pid() int { return g.cmd.Process.Pid }
+
+// stop closes the generator's stdin (its agents close) and waits for it.
+func (g *generator) stop() {
+	g.stdin.Close()
+	select {
+	case <-g.done:
+	case <-time.After(30 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-g.done
+	}
+	_ = g.cmd.Wait()
+}
+
+// event is one parsed generator line.
+type event struct {
+	kind   string
+	agent  int
+	at     time.Time
+	fields []string
+}
+
+func parseEvent(line string) (event, bool) {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return event{}, false
+	}
+	i, err1 := strconv.Atoi(f[1])
+	ns, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return event{}, false
+	}
+	return event{kind: f[0], agent: i, at: time.Unix(0, ns), fields: f[3:]}, true
+}

@@ -1,0 +1,169 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/stack"
+)
+
+// replica is one gateway Pod as the manifests run it: wirekube-extauthz,
+// wirekube-bridge (following that extauthz's revocation stream) and the
+// shipped nginx config as its TLS front, each its own process; plus a
+// reference relay for its bridge (one relay could not hold every session
+// under the 20,000-descriptor limit of one process).
+type replica struct {
+	i                                int
+	relay, extauthz, bridge, nginx   *stack.Proc
+	relayAddr, grpc, http, metrics   string
+	bridgeAddr, bridgeMetrics, front string
+	killed                           bool
+}
+
+// procs of the replica that a figure reports, by role.
+func (r *replica) procs() []namedProc {
+	return []namedProc{{"nginx", r.nginx}, {"extauthz", r.extauthz}, {"bridge", r.bridge}, {"relay", r.relay}}
+}
+
+type namedProc struct {
+	role string
+	p    *stack.Proc
+}
+
+// Per-process limits the run needs under the hard descriptor limit of
+// 20,000: a bridge and nginx hold two descriptors per session (the agent's
+// side and the upstream), so one replica holds at most this many sessions;
+// the bridge refuses the next with 503 at_capacity (a visible limit)
+// before nginx would run out of connections.
+const (
+	maxSessionsPerReplica = 9400
+	nginxConnections      = 19800
+)
+
+func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]string, dir, repo, kubeconfig string,
+	i int, cert, key string) (*replica, error) {
+	r := &replica{i: i}
+	addrs := []*string{&r.relayAddr, &r.grpc, &r.http, &r.metrics, &r.bridgeAddr, &r.bridgeMetrics, &r.front}
+	for _, a := range addrs {
+		var err error
+		if *a, err = stack.FreeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	name := func(role string) string { return fmt.Sprintf("%s-%d", role, i) }
+	var err error
+	if r.relay, err = procs.Start(name("refrelay"), bins["wirekube-refrelay"], "--listen="+r.relayAddr, "--no-udp"); err != nil {
+		return nil, err
+	}
+	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"],
+		"--grpc-listen="+r.grpc, "--http-listen="+r.http, "--metrics-listen="+r.metrics,
+		"--kubeconfig="+kubeconfig, "--log-format=json", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	if err := stack.WaitFor(ctx, r.extauthz, 2*time.Minute, stack.HTTPOK("http://"+r.metrics+"/readyz")); err != nil {
+		return nil, fmt.Errorf("extauthz %d: %w", i, err)
+	}
+	if r.bridge, err = procs.Start(name("bridge"), bins["wirekube-bridge"],
+		"--listen="+r.bridgeAddr, "--metrics-listen="+r.bridgeMetrics, "--relay-addr="+r.relayAddr,
+		"--revocation-addr="+r.grpc, "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
+		"--log-format=json", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	if err := stack.WaitFor(ctx, r.bridge, 2*time.Minute, stack.HTTPOK("http://"+r.bridgeMetrics+"/readyz")); err != nil {
+		return nil, fmt.Errorf("bridge %d: %w", i, err)
+	}
+	if r.nginx, err = startNginx(ctx, procs, repo, filepath.Join(dir, name("nginx")), stack.NginxOptions{
+		Listen: r.front, CertFile: cert, KeyFile: key, ExtauthzHTTP: r.http, Bridge: r.bridgeAddr, LogDir: procs.LogDir,
+	}, name("nginx")); err != nil {
+		return nil, fmt.Errorf("nginx %d: %w", i, err)
+	}
+	return r, nil
+}
+
+// startNginx runs the shipped config (stack.RenderNginxConfig's
+// substitutions only) as one process with enough connections for
+// maxSessionsPerReplica sessions.
+func startNginx(ctx context.Context, procs *stack.Procs, repo, dir string, o stack.NginxOptions, name string) (*stack.Proc, error) {
+	shipped, err := os.ReadFile(filepath.Join(repo, stack.NginxConfigPath))
+	if err != nil {
+		return nil, err
+	}
+	site, err := stack.RenderNginxConfig(string(shipped), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
+		return nil, err
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // the worker reads this run's key file
+	}
+	main := fmt.Sprintf(`%[1]s
+master_process off;
+worker_rlimit_nofile 20000;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log error;
+events { worker_connections %[3]d; }
+http {
+    client_body_temp_path %[2]s/client_body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    access_log off;
+    include %[2]s/site.conf;
+}
+`, user, dir, nginxConnections)
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(main), 0o644); err != nil {
+		return nil, err
+	}
+	bin := "/usr/sbin/nginx"
+	if p, err := lookNginx(); err == nil {
+		bin = p
+	}
+	p, err := procs.Start(name, bin, "-p", dir, "-c", conf, "-g", "daemon off;")
+	if err != nil {
+		return nil, err
+	}
+	return p, stack.WaitFor(ctx, p, time.Minute, func(ctx context.Context) error { return tcpUp(ctx, o.Listen) })
+}
+
+// metric sums every series of a counter or gauge on a /metrics page.
+func metric(ctx context.Context, addr, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != ' ' && line[len(name)] != '{') {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum, sc.Err()
+}

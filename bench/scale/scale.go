@@ -1,0 +1,656 @@
+// Package scale is the many-agents benchmark (issue 23 items 3 and 5): a
+// real kube-apiserver and etcd (internal/test/stack), Replicas gateway
+// replicas each as the Pod runs it (wirekube-extauthz, wirekube-bridge on
+// that extauthz's revocation stream, the shipped nginx config as the TLS
+// front, each its own process; a reference relay per replica), and Agents
+// agents with Pod-bound tokens (a Pod and a WireKubePeer each)
+// from load generator processes following the real agent's reconnect
+// policy. It measures memory and CPU per process at rest, a burst of Pod
+// deletions (exactly those sessions closed, and how fast), and one replica
+// SIGKILLed (its agents re-admitted on the others: time, TokenReviews,
+// peak memory). Loopback only; every wait is bounded; it stops by itself.
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/render"
+	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/relayproto"
+)
+
+// Config is the workload.
+type Config struct {
+	Agents     int           // live registered sessions in total
+	Replicas   int           // gateway replicas
+	Burst      int           // Pods deleted in one burst
+	PerGen     int           // agents per generator process (one descriptor each)
+	Rate       float64       // agents started per second at the start, all generators together
+	Settle     time.Duration // bound of each wait for agents
+	RestWindow time.Duration // CPU at rest is measured over this window
+}
+
+// Environment variables that size the run (`make bench` uses the
+// defaults; docs/bridge.md has the full-size command).
+const (
+	EnvAgents = "WIREKUBE_SCALE_AGENTS"
+	EnvBurst  = "WIREKUBE_SCALE_BURST"
+)
+
+// DefaultConfig is `make bench`'s size, or the sizes EnvAgents and EnvBurst
+// name (the full run: 25,000 and 1,000).
+func DefaultConfig() (Config, error) {
+	c := Config{Agents: 3000, Replicas: 3, Burst: 300, PerGen: 6500, Rate: 120, RestWindow: 10 * time.Second}
+	for _, v := range []struct {
+		env string
+		dst *int
+	}{{EnvAgents, &c.Agents}, {EnvBurst, &c.Burst}} {
+		if s := os.Getenv(v.env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > 30000 {
+				return c, fmt.Errorf("%s=%q: want a count in 1..30000", v.env, s)
+			}
+			*v.dst = n
+		}
+	}
+	// Each wait is bounded: five minutes beyond the ramp.
+	c.Settle = 5*time.Minute + time.Duration(float64(c.Agents)/c.Rate*float64(time.Second))
+	if c.Burst > c.Agents/2 {
+		return c, fmt.Errorf("%s=%d: at most half of the %d agents", EnvBurst, c.Burst, c.Agents)
+	}
+	return c, nil
+}
+
+// agentSA is the agent DaemonSet's ServiceAccount (extauthz's default
+// --agent-service-account).
+const agentSA = "wirekube-agent"
+
+// agent is the parent's view of one agent.
+type agent struct {
+	node, pod string
+	key       relayproto.Key
+	token     string
+	replica   int // where it was sent first
+
+	up       bool
+	on       int // replica of its current session
+	upAt     time.Time
+	downAt   time.Time
+	downCode int
+	stopped  bool
+	admitted int // admissions so far
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg      Config
+	out      io.Writer
+	dir      string
+	cluster  *stack.Cluster
+	client   kubernetes.Interface
+	replicas []*replica
+	gens     []*generator
+
+	mu     sync.Mutex
+	agents []*agent
+	fails  map[string]int // dial failures by "status reason" since failsSince
+	// failsSince: only dial failures after it count (the kill scenario).
+	failsSince time.Time
+}
+
+// Run runs the whole benchmark and returns its figures.
+func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
+	start := time.Now()
+	cpu0, err := machineCPU()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, LoadStart: loadAverage()}
+	dir, err := os.MkdirTemp("", "wirekube-scale-")
+	if err != nil {
+		return nil, err
+	}
+	procs, err := stack.NewProcs(filepath.Join(dir, "logs"), out)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, out: out, dir: dir, fails: map[string]int{}}
+	defer func() {
+		for _, g := range r.gens {
+			g.stop()
+		}
+		if err := procs.Close(); err != nil {
+			fmt.Fprintf(out, "scale: stopping processes: %v\n", err)
+		}
+		if os.Getenv("WIREKUBE_SCALE_KEEP") == "" {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Fprintf(out, "scale: logs kept in %s\n", procs.LogDir)
+		}
+	}()
+	if err := r.setup(ctx, procs); err != nil {
+		return nil, err
+	}
+	if err := r.connect(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := r.atRest(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := r.burst(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := r.kill(ctx, res); err != nil {
+		return nil, err
+	}
+	cpu1, err := machineCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.Steal, res.Elapsed, res.LoadEnd = stealShare(cpu0, cpu1), time.Since(start), loadAverage()
+	return res, nil
+}
+
+// setup starts the cluster, creates every agent's objects and token, and
+// starts the replicas.
+func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
+	repo, err := stack.RepoRoot()
+	if err != nil {
+		return err
+	}
+	kbins, err := stack.FindKubeBinaries(ctx, repo, r.out)
+	if err != nil {
+		return err
+	}
+	if r.cluster, err = stack.StartCluster(ctx, procs, kbins, filepath.Join(r.dir, "cluster")); err != nil {
+		return err
+	}
+	crds, err := render.CRDs()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := r.cluster.InstallCRD(ctx, crd.Data); err != nil {
+			return err
+		}
+	}
+	if err := r.cluster.EnsureNamespace(ctx, stack.Namespace); err != nil {
+		return err
+	}
+	sa, err := r.cluster.CreateServiceAccount(ctx, stack.Namespace, agentSA)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := r.extauthzKubeconfig(ctx, repo)
+	if err != nil {
+		return err
+	}
+	fast := *r.cluster.Config
+	fast.QPS, fast.Burst = 2000, 4000
+	if r.client, err = kubernetes.NewForConfig(&fast); err != nil {
+		return err
+	}
+	seedStart := time.Now()
+	if err := r.seed(ctx, sa); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.out, "scale: %d agents' Pod and WireKubePeer created in %s\n", r.cfg.Agents, time.Since(seedStart).Round(time.Second))
+	bins, err := stack.BuildRepoBinaries(ctx, repo, filepath.Join(r.dir, "bin"), r.out)
+	if err != nil {
+		return err
+	}
+	ca, err := stack.NewCA("wirekube-scale-front-ca")
+	if err != nil {
+		return err
+	}
+	kp, err := ca.ServerCert("wirekube-scale", frontName)
+	if err != nil {
+		return err
+	}
+	cert, key, err := kp.WriteFiles(r.dir, "front")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "front-ca.crt"), ca.CertPEM, 0o644); err != nil {
+		return err
+	}
+	for i := range r.cfg.Replicas {
+		rep, err := startReplica(ctx, procs, bins, r.dir, repo, kubeconfig, i, cert, key)
+		if err != nil {
+			return err
+		}
+		r.replicas = append(r.replicas, rep)
+	}
+	return nil
+}
+
+// extauthzKubeconfig applies manifests/base's ServiceAccount and RBAC and
+// returns a kubeconfig for that ServiceAccount, as the e2e suite does:
+// extauthz runs with exactly the permissions the manifests grant.
+func (r *run) extauthzKubeconfig(ctx context.Context, repo string) (string, error) {
+	objs, err := stack.RenderKustomize(ctx, filepath.Join(repo, "manifests", "base"))
+	if err != nil {
+		return "", err
+	}
+	var rbac []*unstructured.Unstructured
+	sa := ""
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount":
+			sa = o.GetName()
+			rbac = append(rbac, o)
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			rbac = append(rbac, o)
+		}
+	}
+	if sa == "" {
+		return "", fmt.Errorf("manifests/base renders no ServiceAccount")
+	}
+	if err := r.cluster.Apply(ctx, rbac, false); err != nil {
+		return "", err
+	}
+	path, _, err := r.cluster.ServiceAccountKubeconfig(ctx, stack.Namespace, sa, 24*time.Hour)
+	return path, err
+}
+
+// seed creates each agent's Pod (spec.nodeName set: no scheduler runs)
+// and the WireKubePeer of that node, and signs its Pod-bound token with the
+// cluster's ServiceAccount key (what the TokenRequest API would issue; the
+// API server accepts it as its own). No Node objects: a Pod-bound token's
+// binding is the Pod, whose nodeName names the peer, and creating 25,000
+// more objects on this machine costs minutes.
+func (r *run) seed(ctx context.Context, sa *corev1.ServiceAccount) error {
+	r.agents = make([]*agent, r.cfg.Agents)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(128)
+	for i := range r.cfg.Agents {
+		g.Go(func() error {
+			a := &agent{node: fmt.Sprintf("scale-%05d", i), replica: i % r.cfg.Replicas}
+			a.pod = "agent-" + a.node
+			a.key = relayproto.Key{0x5c, byte(i >> 16), byte(i >> 8), byte(i), 0xa1}
+			pod, err := r.client.CoreV1().Pods(stack.Namespace).Create(gctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: a.pod, Labels: map[string]string{"app": "wirekube-agent"}},
+				Spec: corev1.PodSpec{ServiceAccountName: agentSA, NodeName: a.node, AutomountServiceAccountToken: new(false),
+					Containers: []corev1.Container{{Name: "agent", Image: "wirekube/agent:scale"}}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("pod %s: %w", a.pod, err)
+			}
+			if err := r.cluster.CreatePeer(gctx, a.node, a.key.Base64()); err != nil {
+				return err
+			}
+			now := time.Now()
+			a.token, err = r.cluster.SignToken(stack.SignedTokenOptions{ServiceAccount: sa, Pod: pod,
+				Audience: contract.DefaultAudience, IssuedAt: now.Add(-time.Minute), Expiry: now.Add(2 * time.Hour)})
+			r.agents[i] = a
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// connect starts the generators and waits until every agent is admitted.
+func (r *run) connect(ctx context.Context, res *Result) error {
+	res.Before = r.readRSS()
+	ngen := (r.cfg.Agents + r.cfg.PerGen - 1) / r.cfg.PerGen
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
+		lim.Cur = lim.Max // the generators inherit it
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	fronts := make([]string, len(r.replicas))
+	for i, rep := range r.replicas {
+		fronts[i] = rep.front
+	}
+	start := time.Now()
+	for gi := range ngen {
+		spec := genSpec{Fronts: fronts, CAFile: filepath.Join(r.dir, "front-ca.crt"), Rate: r.cfg.Rate / float64(ngen)}
+		for i := gi; i < r.cfg.Agents; i += ngen {
+			a := r.agents[i]
+			spec.Agents = append(spec.Agents, genAgent{I: i, Key: a.key, Token: a.token, Replica: a.replica})
+		}
+		b, err := json.Marshal(spec)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(r.dir, fmt.Sprintf("gen-%d.json", gi))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+		g, err := startGenerator(path, r.onEvent)
+		if err != nil {
+			return err
+		}
+		r.gens = append(r.gens, g)
+	}
+	if err := r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
+		n := r.count(func(a *agent) bool { return a.up })
+		return n == r.cfg.Agents, fmt.Sprintf("%d of %d agents admitted", n, r.cfg.Agents)
+	}); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	res.ConnectTime = time.Since(start)
+	res.Generators = ngen
+	return nil
+}
+
+func (r *run) onEvent(ev event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.agent < 0 || ev.agent >= len(r.agents) {
+		return
+	}
+	a := r.agents[ev.agent]
+	switch ev.kind {
+	case evUp:
+		a.up, a.upAt = true, ev.at
+		a.admitted++
+		if len(ev.fields) > 0 {
+			a.on, _ = strconv.Atoi(ev.fields[0])
+		}
+	case evDown:
+		a.up, a.downAt = false, ev.at
+		if len(ev.fields) > 0 {
+			a.downCode, _ = strconv.Atoi(ev.fields[0])
+		}
+	case evStop:
+		a.stopped = true
+	case evFail:
+		if !r.failsSince.IsZero() && ev.at.After(r.failsSince) {
+			r.fails[fmt.Sprint(ev.fields)]++
+		}
+	}
+}
+
+func (r *run) count(f func(*agent) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, a := range r.agents {
+		if f(a) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitUntil polls cond every 100 ms until it holds or within passes.
+func (r *run) waitUntil(ctx context.Context, within time.Duration, cond func() (bool, string)) error {
+	deadline := time.Now().Add(within)
+	lastLog := time.Now()
+	for {
+		ok, state := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %s", within, state)
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			fmt.Fprintf(r.out, "scale: %s\n", state)
+			lastLog = time.Now()
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// allProcs lists every process a figure reports, by name.
+func (r *run) allProcs() []procRow {
+	var out []procRow
+	for _, rep := range r.replicas {
+		for _, np := range rep.procs() {
+			out = append(out, procRow{name: fmt.Sprintf("%s-%d", np.role, rep.i), role: np.role, replica: rep.i, pid: np.p.PID(),
+				killed: rep.killed && np.role != "relay"})
+		}
+	}
+	for i, g := range r.gens {
+		out = append(out, procRow{name: fmt.Sprintf("generator-%d", i), role: "generator", replica: -1, pid: g.pid()})
+	}
+	if r.cluster != nil {
+		out = append(out, procRow{name: "kube-apiserver", role: "kube-apiserver", replica: -1, pid: r.cluster.APIServer.PID()},
+			procRow{name: "etcd", role: "etcd", replica: -1, pid: r.cluster.Etcd.PID()})
+	}
+	return out
+}
+
+type procRow struct {
+	name, role string
+	replica    int
+	pid        int
+	killed     bool
+}
+
+func (r *run) readRSS() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range r.allProcs() {
+		if p.killed {
+			continue
+		}
+		if v, err := status(p.pid, "VmRSS"); err == nil {
+			out[p.name] = v
+		}
+	}
+	return out
+}
+
+// atRest: memory per process with every agent connected, and CPU per
+// process over RestWindow (keepalives and pings only).
+func (r *run) atRest(ctx context.Context, res *Result) error {
+	if err := sleepCtx(ctx, 5*time.Second); err != nil { // let the connect phase's garbage settle
+		return err
+	}
+	res.Sessions = map[int]int{}
+	r.mu.Lock()
+	for _, a := range r.agents {
+		if a.up {
+			res.Sessions[a.on]++
+		}
+	}
+	r.mu.Unlock()
+	cpu0 := map[string]float64{}
+	for _, p := range r.allProcs() {
+		cpu0[p.name], _ = cpuSeconds(p.pid)
+	}
+	if err := sleepCtx(ctx, r.cfg.RestWindow); err != nil {
+		return err
+	}
+	res.RestCPU = map[string]float64{}
+	for _, p := range r.allProcs() {
+		c, _ := cpuSeconds(p.pid)
+		res.RestCPU[p.name] = (c - cpu0[p.name]) / r.cfg.RestWindow.Seconds()
+	}
+	res.Rest = r.readRSS()
+	res.Procs = r.allProcs()
+	return nil
+}
+
+// burst deletes Burst agents' Pods at once (force, as without a kubelet)
+// and waits until exactly those sessions are closed.
+func (r *run) burst(ctx context.Context, res *Result) error {
+	step := r.cfg.Agents / r.cfg.Burst
+	var victims []int
+	for i := 0; len(victims) < r.cfg.Burst; i += step {
+		victims = append(victims, i)
+	}
+	isVictim := map[int]bool{}
+	for _, v := range victims {
+		isVictim[v] = true
+	}
+	zero := int64(0)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	first := time.Now()
+	var mu sync.Mutex
+	var last time.Time
+	for _, v := range victims {
+		g.Go(func() error {
+			err := r.client.CoreV1().Pods(stack.Namespace).Delete(gctx, r.agents[v].pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			mu.Lock()
+			last = time.Now()
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("burst: %w", err)
+	}
+	err := r.waitUntil(ctx, 30*time.Second, func() (bool, string) {
+		n := r.count(func(a *agent) bool { return a.stopped })
+		return n >= len(victims), fmt.Sprintf("%d of %d revoked sessions closed", n, len(victims))
+	})
+	if err != nil {
+		return fmt.Errorf("burst: %w", err)
+	}
+	if err := sleepCtx(ctx, 2*time.Second); err != nil { // any wrong close would show by now
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := &res.Burst
+	b.Deleted, b.DeleteTook = len(victims), last.Sub(first)
+	for i, a := range r.agents {
+		closed := !a.downAt.IsZero() && a.downAt.After(first)
+		switch {
+		case isVictim[i] && a.stopped:
+			b.Closed++
+			b.LastClose = max(b.LastClose, a.downAt.Sub(last))
+			b.LastCloseFromFirst = max(b.LastCloseFromFirst, a.downAt.Sub(first))
+		case !isVictim[i] && closed:
+			b.OthersClosed++
+		}
+	}
+	return nil
+}
+
+// kill SIGKILLs replica 0's nginx, extauthz and bridge (the Pod) and waits
+// until every agent it had is admitted on the others.
+func (r *run) kill(ctx context.Context, res *Result) error {
+	victim := r.replicas[0]
+	var moved []int
+	r.mu.Lock()
+	for i, a := range r.agents {
+		if a.up && a.on == victim.i {
+			moved = append(moved, i)
+		}
+	}
+	r.mu.Unlock()
+	reviews0 := map[int]float64{}
+	for _, rep := range r.replicas[1:] {
+		v, err := metric(ctx, rep.metrics, "wirekube_extauthz_token_reviews_total")
+		if err != nil {
+			return err
+		}
+		reviews0[rep.i] = v
+	}
+	for _, p := range r.allProcs() {
+		_ = resetPeak(p.pid)
+	}
+	killAt := time.Now()
+	r.mu.Lock()
+	r.failsSince = killAt
+	r.mu.Unlock()
+	for _, p := range []*stack.Proc{victim.nginx, victim.extauthz, victim.bridge} {
+		if err := p.Signal(syscall.SIGKILL); err != nil {
+			return err
+		}
+	}
+	victim.killed = true
+	k := &res.Kill
+	k.Agents = len(moved)
+	readmitted := func() (int, time.Time) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		n, lastUp := 0, time.Time{}
+		for _, i := range moved {
+			if a := r.agents[i]; a.up && a.upAt.After(killAt) {
+				n++
+				lastUp = maxTime(lastUp, a.upAt)
+			}
+		}
+		return n, lastUp
+	}
+	// The wait ends when all are back, or when none was admitted for
+	// stallAfter (longer than the agent's 30 s backoff cap): the survivors
+	// are full (--max-sessions) and the rest are refused at_capacity.
+	const stallAfter = 45 * time.Second
+	lastN, lastProgress := 0, time.Now()
+	err := r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
+		n, _ := readmitted()
+		if n != lastN {
+			lastN, lastProgress = n, time.Now()
+		}
+		stalled := time.Since(lastProgress) > stallAfter
+		k.Stalled = stalled && n < len(moved)
+		return n == len(moved) || stalled, fmt.Sprintf("%d of %d agents of the killed replica re-admitted", n, len(moved))
+	})
+	n, lastUp := readmitted()
+	k.Readmitted = n
+	if !lastUp.IsZero() {
+		k.LastAdmission = lastUp.Sub(killAt)
+	}
+	k.TimedOut = err != nil
+	for _, rep := range r.replicas[1:] {
+		v, err := metric(ctx, rep.metrics, "wirekube_extauthz_token_reviews_total")
+		if err != nil {
+			return err
+		}
+		k.TokenReviews += int(v - reviews0[rep.i])
+	}
+	k.Peak = map[string]int64{}
+	for _, p := range r.allProcs() {
+		if p.killed {
+			continue
+		}
+		if v, err := status(p.pid, "VmHWM"); err == nil {
+			k.Peak[p.name] = v
+		}
+	}
+	r.mu.Lock()
+	k.Fails = maps(r.fails)
+	r.mu.Unlock()
+	return nil
+}
+
+func maps(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

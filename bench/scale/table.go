@@ -1,0 +1,213 @@
+package scale
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/benchrow"
+)
+
+// Result is one run's figures.
+type Result struct {
+	Config      Config
+	Generators  int
+	ConnectTime time.Duration
+	Sessions    map[int]int // live sessions per replica at rest
+
+	Before, Rest map[string]int64   // VmRSS per process before the agents and at rest
+	RestCPU      map[string]float64 // CPU cores per process at rest
+	Procs        []procRow
+
+	Burst struct {
+		Deleted, Closed, OthersClosed int
+		DeleteTook                    time.Duration // first delete sent to last delete answered
+		LastClose                     time.Duration // last delete answered to last revoked session closed
+		LastCloseFromFirst            time.Duration // first delete sent to last close
+	}
+	Kill struct {
+		Agents, Readmitted int
+		TimedOut           bool
+		Stalled            bool          // no admission for the last 45 s before the wait ended
+		LastAdmission      time.Duration // SIGKILL to the last re-admission
+		TokenReviews       int           // on the surviving extauthz replicas
+		Peak               map[string]int64
+		Fails              map[string]int // refused dials after the kill, by "[status reason]"
+	}
+
+	Steal              float64
+	Elapsed            time.Duration
+	LoadStart, LoadEnd string
+}
+
+// perSession is the resident memory a process of role added per live
+// session on its replica, averaged over the replicas (KiB).
+func (r *Result) perSession(role string) (float64, bool) {
+	var sum float64
+	n := 0
+	for _, p := range r.Procs {
+		if p.role != role || p.replica < 0 || r.Sessions[p.replica] == 0 {
+			continue
+		}
+		sum += float64(r.Rest[p.name]-r.Before[p.name]) / float64(r.Sessions[p.replica]) / 1024
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
+// Rows are the figures as benchrow rows.
+func (r *Result) Rows() []benchrow.Row {
+	kib := func(role string) string {
+		v, ok := r.perSession(role)
+		if !ok {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f KiB", v)
+	}
+	br, _ := r.perSession("bridge")
+	ea, _ := r.perSession("extauthz")
+	ng, _ := r.perSession("nginx")
+	b, k := r.Burst, r.Kill
+	rows := []benchrow.Row{
+		{Figure: "scale: bridge RSS / live session, revocation stream on", Value: kib("bridge"),
+			Baseline: "-", Ratio: "-", Goal: "<= 12 KiB", Met: yesNo(br > 0 && br <= 12)},
+		{Figure: "scale: extauthz RSS / live binding", Value: kib("extauthz"), Baseline: "bridge " + kib("bridge"),
+			Ratio: ratio(ea, br), Goal: "-", Met: "-"},
+		{Figure: "scale: nginx RSS / live session", Value: kib("nginx"), Baseline: "bridge " + kib("bridge"),
+			Ratio: ratio(ng, br), Goal: "-", Met: "-"},
+		{Figure: "scale: live registered sessions, replicas", Value: fmt.Sprintf("%d on %d", r.Config.Agents, r.Config.Replicas),
+			Baseline: "goal 25,000 on 3", Ratio: fmt.Sprintf("%.2f", float64(r.Config.Agents)/25000), Goal: "25,000", Met: yesNo(r.Config.Agents >= 25000)},
+		{Figure: "scale: Pod burst, sessions closed (exactly those)", Value: fmt.Sprintf("%d of %d, %d others", b.Closed, b.Deleted, b.OthersClosed),
+			Baseline: fmt.Sprintf("%d deleted", b.Deleted), Ratio: ratio(float64(b.Closed), float64(b.Deleted)), Goal: "all, 0 others",
+			Met: yesNo(b.Closed == b.Deleted && b.OthersClosed == 0)},
+		{Figure: "scale: Pod burst, last close after the last delete", Value: round(b.LastClose).String(),
+			Baseline: fmt.Sprintf("deletes took %s", round(b.DeleteTook)), Ratio: "-", Goal: "<= 1s", Met: yesNo(b.Closed > 0 && b.LastClose <= time.Second)},
+		{Figure: "scale: replica SIGKILLed, agents re-admitted", Value: fmt.Sprintf("%d of %d%s", k.Readmitted, k.Agents, stalledText(k.Stalled)),
+			Baseline: fmt.Sprintf("%d on the replica", k.Agents), Ratio: ratio(float64(k.Readmitted), float64(k.Agents)), Goal: "all",
+			Met: yesNo(k.Agents > 0 && k.Readmitted == k.Agents)},
+		{Figure: "scale: replica SIGKILLed, time to the last re-admission", Value: round(k.LastAdmission).String(),
+			Baseline: "agent backoff 1,2,4..30 s", Ratio: "-", Goal: "-", Met: "-"},
+		{Figure: "scale: replica SIGKILLed, TokenReviews spent", Value: fmt.Sprint(k.TokenReviews),
+			Baseline: fmt.Sprintf("%d agents moved", k.Agents), Ratio: ratio(float64(k.TokenReviews), float64(k.Agents)), Goal: "<= 1.0x",
+			Met: yesNo(k.Agents > 0 && k.TokenReviews <= k.Agents)},
+	}
+	for _, role := range []string{"nginx", "extauthz", "bridge", "relay", "generator", "kube-apiserver", "etcd"} {
+		rows = append(rows, r.processRow(role))
+	}
+	return rows
+}
+
+// processFigure names the at-rest row of each role (a literal per figure:
+// the README test finds the figures by their literals).
+func processFigure(role string) string {
+	switch role {
+	case "nginx":
+		return "scale: at rest, per nginx process (RSS, CPU, failover peak)"
+	case "extauthz":
+		return "scale: at rest, per extauthz process (RSS, CPU, failover peak)"
+	case "bridge":
+		return "scale: at rest, per bridge process (RSS, CPU, failover peak)"
+	case "relay":
+		return "scale: at rest, per reference relay process (RSS, CPU, failover peak)"
+	case "generator":
+		return "scale: at rest, per load generator process (RSS, CPU, failover peak)"
+	case "kube-apiserver":
+		return "scale: at rest, kube-apiserver (RSS, CPU, failover peak)"
+	default:
+		return "scale: at rest, etcd (RSS, CPU, failover peak)"
+	}
+}
+
+// processRow averages role's processes: RSS and CPU at rest, the highest
+// peak during the failover (survivors only), against the RSS before the
+// agents connected.
+func (r *Result) processRow(role string) benchrow.Row {
+	var before, rest int64
+	var cpu float64
+	var peak int64
+	n := 0
+	for _, p := range r.Procs {
+		if p.role != role {
+			continue
+		}
+		n++
+		before += r.Before[p.name]
+		rest += r.Rest[p.name]
+		cpu += r.RestCPU[p.name]
+		peak = max(peak, r.Kill.Peak[p.name])
+	}
+	row := benchrow.Row{Figure: processFigure(role), Goal: "-", Met: "-"}
+	if n == 0 {
+		row.Value, row.Baseline, row.Ratio = "n/a", "-", "-"
+		return row
+	}
+	k := int64(n)
+	row.Value = fmt.Sprintf("%s, %.1f %% of a core, peak %s (%d)", mib(rest/k), 100*cpu/float64(n), mib(peak), n)
+	row.Baseline = "before the agents " + mib(before/k)
+	row.Ratio = ratio(float64(rest), float64(before))
+	return row
+}
+
+// Print writes the report: one table of the figures, then per process its
+// memory and CPU, and the marked rows for bench/cmd/benchtable.
+func (r *Result) Print(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "scale benchmark: real kube-apiserver + etcd; %d replicas (nginx TLS front with the shipped config, extauthz, bridge on "+
+		"its extauthz's revocation stream, each a process; a reference relay per replica); %d agents with Pod-bound tokens from %d generator "+
+		"processes (real agent backoff, keepalives every 25 s); run took %s; steal %.1f %%; load average %s at the start, %s at the end\n",
+		c.Replicas, c.Agents, r.Generators, r.Elapsed.Round(time.Second), 100*r.Steal, r.LoadStart, r.LoadEnd)
+	fmt.Fprintf(w, "  connect: all %d admitted %s after the first generator started (ramp %.0f agents/s); sessions per replica at rest %v\n",
+		c.Agents, r.ConnectTime.Round(time.Second), c.Rate, r.Sessions)
+	benchrow.Table(w, r.Rows())
+	fmt.Fprintf(w, "per process (RSS before the agents -> at rest, CPU at rest over %s, peak RSS during the failover):\n", c.RestWindow)
+	for _, p := range r.Procs {
+		peak := "killed"
+		if v, ok := r.Kill.Peak[p.name]; ok {
+			peak = mib(v)
+		}
+		fmt.Fprintf(w, "  %-16s %9s -> %9s  CPU %5.1f %% of a core  peak %s\n", p.name, mib(r.Before[p.name]), mib(r.Rest[p.name]),
+			100*r.RestCPU[p.name], peak)
+	}
+	if len(r.Kill.Fails) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.Kill.Fails) {
+			parts = append(parts, fmt.Sprintf("%s x%d", k, r.Kill.Fails[k]))
+		}
+		fmt.Fprintf(w, "  refused dials after the kill ([HTTP status, reason]): %s\n", strings.Join(parts, ", "))
+	}
+	benchrow.Print(w, r.Rows()...)
+}
+
+func stalledText(stalled bool) string {
+	if stalled {
+		return " (then none for 45 s: survivors full)"
+	}
+	return ""
+}
+
+func mib(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
