@@ -67,4 +67,5 @@ var scenarios = []scenario{
 	{"7_revocation", (*env).testRevocation},
 	{"9_refused_by_local_verification", (*env).testLocalVerification},
 	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
+	{"10_binding_rules", (*env).testBindingRules},
 }

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,10 @@ func (e *env) tokens() map[string]string {
 	peer := func(node, uid string) string {
 		return e.answer(static(saStatus("wirekube-system", "wirekube-relay-peer-"+node, uid, nil)))
 	}
+	peerBound := func(extra map[string]string) string {
+		return e.answer(static(saStatus("wirekube-system", "wirekube-relay-peer-node-b", "uid-sa-peer-b", extra)))
+	}
+	peerPod := map[string]string{"pod-name": "peer-b-pod", "pod-uid": "uid-pod-peer-b", "node-name": "node-a", "node-uid": nodeAUID}
 	podA := map[string]string{"pod-name": "agent-a", "pod-uid": podAUID, "node-name": "node-a", "node-uid": nodeAUID}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
@@ -86,6 +91,17 @@ func (e *env) tokens() map[string]string {
 		"node-missing":      agent(map[string]string{"node-name": "node-gone"}),
 		"peer-sa":           peer("node-b", "uid-sa-peer-b"),
 		"peer-sa-uid":       peer("node-b", "uid-sa-peer-b-old"),
+		"peer-pod":          peerBound(peerPod),
+		"peer-pod-gone":     peerBound(map[string]string{"pod-name": "peer-b-ghost", "pod-uid": "uid-ghost"}),
+		"peer-pod-uid":      peerBound(map[string]string{"pod-name": "peer-b-pod", "pod-uid": "uid-other"}),
+		"peer-pod-sa":       peerBound(map[string]string{"pod-name": "agent-a", "pod-uid": podAUID}),
+		"peer-pod-node":     peerBound(map[string]string{"pod-name": "peer-b-pod", "pod-uid": "uid-pod-peer-b", "node-name": "node-z"}),
+		"peer-pod-node-uid": peerBound(map[string]string{"pod-name": "peer-b-pod", "pod-uid": "uid-pod-peer-b", "node-name": "node-a", "node-uid": "uid-node-old"}),
+		"peer-node-gone":    peerBound(map[string]string{"node-name": "node-gone", "node-uid": "uid-node-gone"}),
+		"peer-node":         peerBound(map[string]string{"node-name": "node-a", "node-uid": nodeAUID}),
+		"pod-node-gone":     agent(map[string]string{"pod-name": "agent-orphan", "pod-uid": "uid-pod-orphan", "node-name": "node-gone", "node-uid": "uid-node-gone"}),
+		"pod-node-gone-old": agent(map[string]string{"pod-name": "agent-orphan", "pod-uid": "uid-pod-orphan"}),
+		"pod-node-uid":      agent(with("node-uid", "uid-node-old")),
 		"peer-sa-gone":      peer("node-gone", "uid-x"),
 		"peer-empty-suffix": peer("", "uid-x"),
 		"peer-missing":      peer("node-c", "uid-sa-peer-c"),
@@ -117,6 +133,13 @@ func (e *env) forgedTokens() map[string]string {
 		out[name] = e.answerToken(tok, podA)
 	}
 	out["exp-claim-only"] = e.answerToken(forgeExpOnly(exp), podA)
+	later := fmt.Sprintf(`,"EXP":%d`, exp.Add(24*time.Hour).Unix())
+	out["exp-case-variant"] = e.answerToken(signRaw(ambiguousPayload(exp, later)), podA)
+	out["exp-repeated"] = e.answerToken(signRaw(ambiguousPayload(exp, strings.ToLower(later))), podA)
+	out["sub-repeated"] = e.answerToken(signRaw(ambiguousPayload(exp, `,"sub":"system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b"`)), podA)
+	out["pod-name-case-variant"] = e.answerToken(signRaw(strings.Replace(ambiguousPayload(exp, ""),
+		`"pod":{"name":"agent-a"`, `"pod":{"name":"agent-a","Name":"agent-b"`, 1)), podA)
+	out["unambiguous-raw"] = e.answerToken(signRaw(ambiguousPayload(exp, "")), podA)
 	out["expired"] = e.answerToken(tokenSpec{aud: aud, exp: e.clock.Now().Add(-time.Second)}.sign(), podA)
 	return out
 }
@@ -190,6 +213,11 @@ func checkCases() []checkCase {
 		{name: "rejected, aud claim list with ours", req: relay("aud-ours-rejected"), reason: contract.ReasonTokenInvalid},
 		{name: "aud claim of another audience denied before TokenReview", req: relay("aud-other-allowed"), reason: contract.ReasonAudienceMismatch},
 		{name: "api error", req: relay("api-error"), reason: contract.ReasonReviewUnavailable},
+		{name: "signed, exp and a later EXP claim", req: relay("exp-case-variant"), reason: contract.ReasonTokenMalformed},
+		{name: "signed, exp claim twice", req: relay("exp-repeated"), reason: contract.ReasonTokenMalformed},
+		{name: "signed, sub claim twice", req: relay("sub-repeated"), reason: contract.ReasonTokenMalformed},
+		{name: "signed, pod name and Name", req: relay("pod-name-case-variant"), reason: contract.ReasonTokenMalformed},
+		{name: "signed raw payload, unambiguous", req: relay("unambiguous-raw"), peer: "node-a"},
 		{name: "forged: random signature, only an exp claim", req: relay("exp-claim-only"), reason: contract.ReasonTokenSignatureInvalid},
 		{name: "forged: signed by another key, known kid", req: relay("other-key"), reason: contract.ReasonTokenSignatureInvalid},
 		{name: "forged: signed by another key, unknown kid", req: relay("unknown-kid"), reason: contract.ReasonTokenSignatureInvalid},
@@ -210,6 +238,17 @@ func checkCases() []checkCase {
 		{name: "pod on another node", req: relay("pod-node"), reason: contract.ReasonNodeMismatch},
 		{name: "node uid differs", req: relay("node-uid"), reason: contract.ReasonNodeMismatch},
 		{name: "node missing", req: relay("node-missing"), reason: contract.ReasonNodeMismatch},
+		{name: "pod-bound token, the pod's node deleted", req: relay("pod-node-gone"), reason: contract.ReasonNodeMismatch},
+		{name: "pod-bound token naming no node, the pod's node deleted", req: relay("pod-node-gone-old"), reason: contract.ReasonNodeMismatch},
+		{name: "pod-bound token, node uid differs", req: relay("pod-node-uid"), reason: contract.ReasonNodeMismatch},
+		{name: "peer ServiceAccount, pod-bound token", req: relay("peer-pod"), peer: "node-b"},
+		{name: "peer ServiceAccount, node-bound token", req: relay("peer-node"), peer: "node-b"},
+		{name: "peer ServiceAccount, bound pod missing", req: relay("peer-pod-gone"), reason: contract.ReasonPodNotFound},
+		{name: "peer ServiceAccount, bound pod uid differs", req: relay("peer-pod-uid"), reason: contract.ReasonPodUIDMismatch},
+		{name: "peer ServiceAccount, pod runs another ServiceAccount", req: relay("peer-pod-sa"), reason: contract.ReasonPodServiceAccountMismatch},
+		{name: "peer ServiceAccount, pod on another node", req: relay("peer-pod-node"), reason: contract.ReasonNodeMismatch},
+		{name: "peer ServiceAccount, pod's node uid differs", req: relay("peer-pod-node-uid"), reason: contract.ReasonNodeMismatch},
+		{name: "peer ServiceAccount, bound node missing", req: relay("peer-node-gone"), reason: contract.ReasonNodeMismatch},
 		{name: "peer ServiceAccount uid differs", req: relay("peer-sa-uid"), reason: contract.ReasonServiceAccountNotFound},
 		{name: "peer ServiceAccount deleted", req: relay("peer-sa-gone"), reason: contract.ReasonServiceAccountNotFound},
 		{name: "peer prefix with empty suffix", req: relay("peer-empty-suffix"), reason: contract.ReasonIdentityNotAllowed},

@@ -104,8 +104,7 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	if reason != "" {
 		return deny(reason)
 	}
-	exp, err := tokenExpiry(token)
-	if err != nil {
+	if checkPayload(token) != nil {
 		return deny(contract.ReasonTokenMalformed)
 	}
 	kind, reason := a.checkPath(req, p, ok)
@@ -121,6 +120,9 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 		return Decision{Reason: reason, Detail: detail}
 	}
 	claims := ver.claims
+	// The expiry of the verified claims (checkClaims requires one): it
+	// bounds the cache entry and becomes X-WireKube-Token-Expires.
+	exp := claims.Expiry.Time().UTC()
 	rv, hit, reason := a.reviewer.Review(ctx, k, token, exp, ver)
 	offline := false
 	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {

@@ -146,6 +146,8 @@ func fixtureObjects() []runtime.Object {
 		pod("agent-a", podAUID, "wirekube-agent", "node-a"),
 		pod("agent-other-sa", "uid-pod-other", "default", "node-a"),
 		pod("agent-pending", "uid-pod-pending", "wirekube-agent", ""),
+		pod("peer-b-pod", "uid-pod-peer-b", "wirekube-relay-peer-node-b", "node-a"),
+		pod("agent-orphan", "uid-pod-orphan", "wirekube-agent", "node-gone"),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: nodeAUID}},
 	}
 }
@@ -222,7 +224,8 @@ func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{PeerGVR: "WireKubePeerList"},
 		peerObject("node-a", peerKeyB64), peerObject("node-b", peerKeyB64),
-		peerObject("node-bad", base64.StdEncoding.EncodeToString(make([]byte, 31))))
+		peerObject("node-bad", base64.StdEncoding.EncodeToString(make([]byte, 31))),
+		peerObject("node-gone", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))))
 	e.client.PrependReactor("create", "tokenreviews", e.react)
 	cfg, err := opts.Complete()
 	must(t, err)

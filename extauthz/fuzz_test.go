@@ -2,10 +2,11 @@ package extauthz
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestParseAuthorization(t *testing.T) {
@@ -58,43 +59,116 @@ func FuzzParseAuthorization(f *testing.F) {
 			t.Fatalf("accepted %q", tok)
 		}
 		if tok != "" {
-			_, _ = tokenExpiry(tok)
+			_ = checkPayload(tok)
 		}
 	})
 }
 
-func TestTokenExpiry(t *testing.T) {
+func TestCheckPayload(t *testing.T) {
 	tests := []struct {
 		name    string
 		payload string
-		want    int64
 		wantErr bool
 	}{
-		{"seconds", "eyJleHAiOjE3OTk5OTk5OTl9", 1799999999, false},
-		{"padded", "eyJleHAiOjE3OTk5OTk5OTl9==", 1799999999, false},
-		{"no exp", "eyJpc3MiOiJ4In0", 0, true},
-		{"string exp", "eyJleHAiOiIxIn0", 0, true},
-		{"negative", "eyJleHAiOi0xfQ", 0, true},
-		{"not json", "bm90IGpzb24", 0, true},
-		{"bad base64", "!!!", 0, true},
+		{"seconds", "eyJleHAiOjE3OTk5OTk5OTl9", false},
+		{"padded", "eyJleHAiOjE3OTk5OTk5OTl9==", false},
+		{"no exp", "eyJpc3MiOiJ4In0", true},
+		{"string exp", "eyJleHAiOiIxIn0", true},
+		{"negative", "eyJleHAiOi0xfQ", true},
+		{"not json", "bm90IGpzb24", true},
+		{"bad base64", "!!!", true},
+		{"exp twice", b64json(`{"exp":1799999999,"exp":1899999999}`), true},
+		{"exp and EXP", b64json(`{"exp":1799999999,"EXP":1899999999}`), true},
+		{"only EXP", b64json(`{"EXP":1799999999}`), true},
+		{"nested name twice", b64json(`{"exp":1799999999,"kubernetes.io":{"pod":{"name":"a","name":"b"}}}`), true},
+		{"unread claim names in two cases", b64json(`{"exp":1799999999,"foo":1,"FOO":2}`), true},
+		{"distinct unread names", b64json(`{"exp":1799999999,"foo":1,"bar":{"foo":2}}`), false},
+		{"names under an array", b64json(`{"exp":1799999999,"aud":[{"a":1,"A":2}]}`), true},
+		{"trailing data", b64json(`{"exp":1799999999} {}`), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tokenExpiry("eyJhbGciOiJSUzI1NiJ9." + tc.payload + ".c2ln")
-			if (err != nil) != tc.wantErr || (!tc.wantErr && got.Unix() != tc.want) {
-				t.Errorf("got %v %v, want %d err=%v", got, err, tc.want, tc.wantErr)
+			err := checkPayload("eyJhbGciOiJSUzI1NiJ9." + tc.payload + ".c2ln")
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err = %v, want error %v", err, tc.wantErr)
 			}
 		})
 	}
 }
 
-func FuzzTokenExpiry(f *testing.F) {
+func b64json(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+func TestCheckClaimNames(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string
+		want    error // nil: accepted; errClaimNames; or any other error (errOther)
+	}{
+		{"kubernetes token", `{"aud":["wirekube-relay"],"exp":1,"iat":1,"iss":"i","jti":"j","kubernetes.io":{"namespace":"n","node":{"name":"a","uid":"u"},"pod":{"name":"p","uid":"u"},"serviceaccount":{"name":"s","uid":"u"}},"nbf":1,"sub":"s"}`, nil},
+		{"duplicate top level", `{"sub":"a","sub":"b"}`, errClaimNames},
+		{"case variant of a read claim", `{"Sub":"b"}`, errClaimNames},
+		{"case variant of an unread claim", `{"warnafter":1,"WarnAfter":2}`, errClaimNames},
+		{"kelvin sign folds to k", "{\"kubernetes.io\":{},\"\u212aubernetes.io\":{}}", errClaimNames},
+		{"escaped duplicate", `{"sub":"a","\u0073ub":"b"}`, errClaimNames},
+		{"unread name in upper case", `{"WarnAfter":1}`, nil},
+		{"not an object", `[1]`, errOther},
+		{"too deep", strings.Repeat(`{"a":`, 10) + "1" + strings.Repeat("}", 10), errOther},
+		{"truncated", `{"sub":`, errOther},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkClaimNames([]byte(tc.payload))
+			switch {
+			case tc.want == nil && err != nil, tc.want == errClaimNames && err != errClaimNames,
+				tc.want == errOther && (err == nil || err == errClaimNames):
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+var errOther = errors.New("any other error")
+
+// FuzzCheckClaimNames: whatever the bytes, no panic; an accepted payload is
+// one JSON object whose top-level names stay distinct under case folding
+// (counted by an independent fold, strings.EqualFold), and encoding/json
+// decodes it.
+func FuzzCheckClaimNames(f *testing.F) {
+	for _, s := range []string{`{"exp":1}`, `{"exp":1,"EXP":2}`, `{"a":{"b":[{"c":1}]}}`, `{"sub":"a","sub":"b"}`, `[]`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		if checkClaimNames(payload) != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", payload, err)
+		}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			for _, seen := range names {
+				if strings.EqualFold(seen, k) {
+					t.Fatalf("accepted %q with names %q and %q", payload, seen, k)
+				}
+			}
+			names = append(names, k)
+		}
+	})
+}
+
+func FuzzCheckPayload(f *testing.F) {
 	f.Add("eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjE3OTk5OTk5OTl9.c2ln")
 	f.Add("a.eyJleHAiOjEuNWUxMH0.b")
 	f.Fuzz(func(t *testing.T, tok string) {
-		exp, err := tokenExpiry(tok)
-		if err == nil && (exp.Before(time.Unix(1, 0)) || exp.After(time.Unix(1e11, 0))) {
-			t.Fatalf("exp %v out of range accepted", exp)
+		if checkPayload(tok) != nil {
+			return
+		}
+		var c struct {
+			Exp float64 `json:"exp"`
+		}
+		if err := unverifiedClaims(tok, &c); err != nil || c.Exp <= 0 || c.Exp > 1e11 {
+			t.Fatalf("accepted %q: exp %v, %v", tok, c.Exp, err)
 		}
 	})
 }

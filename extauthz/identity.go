@@ -45,7 +45,10 @@ func (a *Authorizer) serviceAccountLive(sa nsName, uid string) bool {
 }
 
 // bindPeer applies the identity rules of the relay path and, on success,
-// returns the allow decision with the four identity headers.
+// returns the allow decision with the identity headers. The Pod and Node
+// rules (checkBound) run for every identity whose token names a Pod or a
+// Node, the per-peer ServiceAccounts included: a bound token is worth no
+// more than its bound object (docs/revocation.md#identities).
 func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	sa, ok := parseSAUsername(rv.username)
 	if !ok {
@@ -66,17 +69,27 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	if !a.serviceAccountLive(sa, rv.uid) {
 		return deny(contract.ReasonServiceAccountNotFound)
 	}
-	if isAgent {
-		var reason contract.Reason
-		if peer, reason = a.bindAgent(sa, rv); reason != "" {
-			return deny(reason)
-		}
+	node, reason := a.checkBound(sa, rv)
+	if reason != "" {
+		return deny(reason)
 	}
-	return a.peerDecision(peer, rv, exp)
+	if isAgent {
+		// An agent's peer is the node its token is bound to.
+		if node == "" {
+			return deny(contract.ReasonTokenNotBound)
+		}
+		peer = node
+	}
+	return a.peerDecision(peer, node, rv, exp)
 }
 
-// bindAgent resolves the peer of an agent token from its bound Pod or Node.
-func (a *Authorizer) bindAgent(sa nsName, rv *review) (string, contract.Reason) {
+// checkBound checks the objects a token is bound to against the informers:
+// the Pod (same UID, running under the token's ServiceAccount, scheduled,
+// on the Node the token names) and the Node (existing, with the UID the
+// token names). It returns the node the token is bound to: the Pod's node
+// for a Pod-bound token, the Node of a Node-bound token, "" for an unbound
+// token.
+func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason) {
 	switch {
 	case rv.podName != "":
 		pod, ok := a.objects.Pod(sa.ns, rv.podName)
@@ -92,19 +105,30 @@ func (a *Authorizer) bindAgent(sa nsName, rv *review) (string, contract.Reason) 
 		case rv.nodeName != "" && pod.Spec.NodeName != rv.nodeName:
 			return "", contract.ReasonNodeMismatch
 		}
-		return pod.Spec.NodeName, ""
+		// The Pod's Node must exist too: deleting a Node ends the Pod-bound
+		// sessions on it (the Pod object may outlive it for a while).
+		return pod.Spec.NodeName, a.checkNode(pod.Spec.NodeName, rv.nodeUID)
 	case rv.nodeName != "":
-		node, ok := a.objects.Node(rv.nodeName)
-		if !ok || (rv.nodeUID != "" && node.UID != types.UID(rv.nodeUID)) {
-			return "", contract.ReasonNodeMismatch
-		}
-		return rv.nodeName, ""
+		return rv.nodeName, a.checkNode(rv.nodeName, rv.nodeUID)
 	}
-	return "", contract.ReasonTokenNotBound
+	return "", ""
+}
+
+// checkNode reports node_mismatch unless the Node exists and, when the
+// token names its UID, has that UID (a Node deleted and recreated under the
+// same name is another Node).
+func (a *Authorizer) checkNode(name, uid string) contract.Reason {
+	node, ok := a.objects.Node(name)
+	if !ok || (uid != "" && node.UID != types.UID(uid)) {
+		return contract.ReasonNodeMismatch
+	}
+	return ""
 }
 
 // peerDecision looks up the peer's key and builds the allow answer.
-func (a *Authorizer) peerDecision(peer string, rv *review, exp time.Time) Decision {
+// node is the node the token is bound to (checkBound), recorded in the
+// binding so that a Node event re-judges the session.
+func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) Decision {
 	raw, ok := a.objects.PeerKey(peer)
 	if !ok {
 		return Decision{Reason: contract.ReasonPeerNotFound, Peer: peer}
@@ -121,7 +145,7 @@ func (a *Authorizer) peerDecision(peer string, rv *review, exp time.Time) Decisi
 			{contract.HeaderPublicKey, key.Base64()},
 			{contract.HeaderIdentity, rv.username},
 			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
-			{contract.HeaderBinding, bindingOf(rv, peer, key).Format()},
+			{contract.HeaderBinding, bindingOf(rv, node, peer, key).Format()},
 		},
 	}
 }

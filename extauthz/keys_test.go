@@ -80,6 +80,34 @@ func (s tokenSpec) sign() string {
 	return tok
 }
 
+// signRaw signs payload as it is, with the suite's key: claims a map
+// cannot hold (a repeated or case-variant name).
+func signRaw(payload string) string {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: keyFor("test").priv},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), "test"))
+	if err != nil {
+		panic(err)
+	}
+	obj, err := signer.Sign([]byte(payload))
+	if err != nil {
+		panic(err)
+	}
+	tok, err := obj.CompactSerialize()
+	if err != nil {
+		panic(err)
+	}
+	suiteTokens.Store(tok, true)
+	return tok
+}
+
+// ambiguousPayload is a pod-bound agent token's payload expiring at exp
+// with extra appended inside the top-level object.
+func ambiguousPayload(exp time.Time, extra string) string {
+	return fmt.Sprintf(`{"aud":["wirekube-relay"],"exp":%d,"iss":%q,"kubernetes.io":{"namespace":"wirekube-system",`+
+		`"node":{"name":"node-a","uid":%q},"pod":{"name":"agent-a","uid":%q},"serviceaccount":{"name":"wirekube-agent","uid":%q}},`+
+		`"sub":"system:serviceaccount:wirekube-system:wirekube-agent"%s}`, exp.Unix(), testIssuer, nodeAUID, podAUID, agentSAUID, extra)
+}
+
 func (s tokenSpec) claims() map[string]any {
 	if s.issuer == "" {
 		s.issuer = testIssuer

@@ -32,6 +32,17 @@ func TestOnReviewUnavailable(t *testing.T) {
 		return tokenSpec{aud: []string{contract.DefaultAudience}, exp: e.clock.Now().Add(time.Hour),
 			ns: "wirekube-system", sa: "wirekube-relay-peer-node-b", saUID: "uid-sa-peer-b"}
 	}
+	peerPod := func(e *env) tokenSpec {
+		s := peer(e)
+		s.pod, s.node = &ref{"peer-b-pod", "uid-pod-peer-b"}, &ref{"node-a", nodeAUID}
+		return s
+	}
+	peerPodGone := func(e *env) tokenSpec { s := peerPod(e); s.pod = &ref{"peer-b-ghost", "uid-ghost"}; return s }
+	orphan := func(e *env) tokenSpec {
+		s := agentSpec(e)
+		s.pod, s.node = &ref{"agent-orphan", "uid-pod-orphan"}, &ref{"node-gone", "uid-node-gone"}
+		return s
+	}
 	tests := []struct {
 		name    string
 		mode    string
@@ -46,6 +57,11 @@ func TestOnReviewUnavailable(t *testing.T) {
 		{name: "offline: API down, peer ServiceAccount", mode: UnavailableVerifyOffline, spec: peer, api: down, offline: true},
 		{name: "offline: bound pod gone from the informer", mode: UnavailableVerifyOffline, spec: podGone, api: down,
 			want: contract.ReasonPodNotFound, offline: true},
+		{name: "offline: peer ServiceAccount, pod-bound", mode: UnavailableVerifyOffline, spec: peerPod, api: down, offline: true},
+		{name: "offline: peer ServiceAccount, bound pod gone", mode: UnavailableVerifyOffline, spec: peerPodGone, api: down,
+			want: contract.ReasonPodNotFound, offline: true},
+		{name: "offline: pod-bound agent, its node gone", mode: UnavailableVerifyOffline, spec: orphan, api: down,
+			want: contract.ReasonNodeMismatch, offline: true},
 		{name: "offline: secret-bound token not checkable", mode: UnavailableVerifyOffline, spec: secret, api: down,
 			want: contract.ReasonReviewUnavailable},
 		{name: "offline: window over", mode: UnavailableVerifyOffline, spec: agentSpec, api: down, advance: 6 * time.Minute,

@@ -7,8 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
+	
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -82,39 +81,58 @@ func isJWTShape(s string) bool {
 
 var errNoExp = errors.New("token has no exp claim")
 
-// tokenExpiry reads the exp claim of a JWT-shaped token. The payload is not
-// verified here: the result only shortens a cache TTL and, after TokenReview
-// accepted the token (and so its signature), fills X-WireKube-Token-Expires.
-func tokenExpiry(token string) (time.Time, error) {
-	var claims struct {
-		Exp json.RawMessage `json:"exp"`
+// checkPayload refuses, before any signature check or API call, a payload
+// that could not be a ServiceAccount token's: not base64url JSON, claim
+// names that are repeated or case variants of each other (checkClaimNames),
+// or no numeric exp. It reads no value the gateway acts on: the expiry, the
+// identity and the bound objects come from the verified claims only
+// (verifier.verify).
+func checkPayload(token string) error {
+	raw, err := payloadBytes(token)
+	if err != nil {
+		return err
 	}
-	if err := unverifiedClaims(token, &claims); err != nil {
-		return time.Time{}, err
+	if err := checkClaimNames(raw); err != nil {
+		return err
 	}
-	if len(claims.Exp) == 0 {
-		return time.Time{}, errNoExp
+	var claims map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		return errors.New("token payload: bad json")
+	}
+	exp := claims["exp"]
+	if len(exp) == 0 {
+		return errNoExp
 	}
 	// A JSON number only: ParseFloat refuses the quotes of a string.
-	f, err := strconv.ParseFloat(string(claims.Exp), 64)
+	f, err := strconv.ParseFloat(string(exp), 64)
 	if err != nil || f <= 0 || f > 1e11 {
-		return time.Time{}, errors.New("token payload: exp out of range")
+		return errors.New("token payload: exp out of range")
 	}
-	return time.Unix(int64(f), 0).UTC(), nil
+	return nil
+}
+
+// payloadBytes decodes the payload segment of a JWT-shaped token. Nothing
+// here checks the signature.
+func payloadBytes(token string) ([]byte, error) {
+	_, rest, _ := strings.Cut(token, ".")
+	payload, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil, errors.New("token payload: not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
+	if err != nil {
+		return nil, errors.New("token payload: bad base64url")
+	}
+	return raw, nil
 }
 
 // unverifiedClaims decodes the payload segment of a JWT-shaped token into v.
 // Nothing here checks the signature: callers must trust the result for
 // nothing that grants access.
 func unverifiedClaims(token string, v any) error {
-	_, rest, _ := strings.Cut(token, ".")
-	payload, _, ok := strings.Cut(rest, ".")
-	if !ok {
-		return errors.New("token payload: not a JWT")
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(payload, "="))
+	raw, err := payloadBytes(token)
 	if err != nil {
-		return errors.New("token payload: bad base64url")
+		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return errors.New("token payload: bad json")

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -85,9 +86,9 @@ func (v *verifier) verify(ctx context.Context, token string) (*verified, contrac
 		return nil, contract.ReasonTokenSignatureInvalid, verifyKidUnkown
 	}
 	var c tokenClaims
-	i := verifyWithAny(tok, keys, &c)
+	i, detail := verifyWithAny(tok, keys, &c)
 	if i < 0 {
-		return nil, contract.ReasonTokenSignatureInvalid, verifySignature
+		return nil, contract.ReasonTokenSignatureInvalid, detail
 	}
 	if reason, detail := v.checkClaims(&c, st.issuers); reason != "" {
 		return nil, reason, detail
@@ -96,16 +97,24 @@ func (v *verifier) verify(ctx context.Context, token string) (*verified, contrac
 }
 
 // verifyWithAny decodes the claims with the first key whose signature
-// verifies and returns its index, or -1. A signature that verifies over
-// claims that do not decode is a deny all the same.
-func verifyWithAny(tok *jwt.JSONWebToken, keys []jose.JSONWebKey, c *tokenClaims) int {
+// verifies and returns its index, or -1 and the failed check
+// (verifySignature, verifyClaims). The claims are decoded from the verified
+// payload only, after checkClaimNames: encoding/json would otherwise match
+// "EXP" to exp, or let a repeated claim override the first. A signature
+// that verifies over claims that do not decode is a deny all the same.
+func verifyWithAny(tok *jwt.JSONWebToken, keys []jose.JSONWebKey, c *tokenClaims) (int, string) {
 	for i := range keys {
-		if err := tok.Claims(keys[i].Key, c); err == nil {
-			return i
+		var payload json.RawMessage
+		if err := tok.Claims(keys[i].Key, &payload); err != nil {
+			continue
 		}
-		*c = tokenClaims{}
+		if checkClaimNames(payload) != nil || json.Unmarshal(payload, c) != nil {
+			*c = tokenClaims{}
+			return -1, verifyClaims
+		}
+		return i, ""
 	}
-	return -1
+	return -1, verifySignature
 }
 
 func (v *verifier) checkClaims(c *tokenClaims, issuers []string) (contract.Reason, string) {

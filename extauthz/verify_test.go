@@ -334,3 +334,24 @@ func TestSignatureDenyRevealsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyRefusesAmbiguousClaims: the verifier itself (not only the
+// cheap check before it) refuses a validly signed payload whose claim names
+// are repeated or case variants, so no claim it returns can be read two ways.
+func TestVerifyRefusesAmbiguousClaims(t *testing.T) {
+	e := newEnv(t, nil)
+	exp := e.clock.Now().Add(time.Hour)
+	for name, extra := range map[string]string{
+		"EXP":    fmt.Sprintf(`,"EXP":%d`, exp.Add(24*time.Hour).Unix()),
+		"exp":    fmt.Sprintf(`,"exp":%d`, exp.Add(24*time.Hour).Unix()),
+		"Issuer": `,"ISS":"https://other.example"`,
+	} {
+		c, reason, detail := e.authz.verifier.verify(context.Background(), signRaw(ambiguousPayload(exp, extra)))
+		if reason != contract.ReasonTokenSignatureInvalid || c != nil {
+			t.Errorf("%s: claims %v, reason %q (%s), want token_signature_invalid", name, c, reason, detail)
+		}
+	}
+	if c, reason, _ := e.authz.verifier.verify(context.Background(), signRaw(ambiguousPayload(exp, ""))); reason != "" || !c.claims.Expiry.Time().Equal(exp.Truncate(time.Second)) {
+		t.Errorf("unambiguous payload: reason %q, claims %+v", reason, c)
+	}
+}

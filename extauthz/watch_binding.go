@@ -9,11 +9,14 @@ import (
 )
 
 // bindingOf is the X-WireKube-Binding of an allow answer: the TokenReview
-// fields bindPeer read, and the peer and key hash it led to.
-func bindingOf(rv *review, peer string, key relayproto.Key) revocation.Binding {
+// fields bindPeer read, and the peer and key hash it led to. node is the
+// node checkBound resolved: for a Pod-bound token that names no Node (older
+// API servers) it is the Pod's node, so that deleting that Node re-judges
+// the binding; re-judging it then checks the same Pod-on-Node rule.
+func bindingOf(rv *review, node, peer string, key relayproto.Key) revocation.Binding {
 	return revocation.Binding{
 		Identity: rv.username, SAUID: rv.uid,
-		PodName: rv.podName, PodUID: rv.podUID, NodeName: rv.nodeName, NodeUID: rv.nodeUID,
+		PodName: rv.podName, PodUID: rv.podUID, NodeName: node, NodeUID: rv.nodeUID,
 		Peer: peer, KeySHA256: revocation.KeyHash(key[:]),
 	}
 }

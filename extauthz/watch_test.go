@@ -26,17 +26,33 @@ var fixtureKey = relayproto.Key(bytes.Repeat([]byte{7}, 32))
 
 func podBinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", fixtureKey)
+		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func nodeBinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		nodeName: "node-a", nodeUID: nodeAUID}, "node-a", fixtureKey)
+		nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func peerSABinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
-		uid: "uid-sa-peer-b"}, "node-b", fixtureKey)
+		uid: "uid-sa-peer-b"}, "", "node-b", fixtureKey)
+}
+
+// peerPodBinding is a per-peer ServiceAccount's Pod-bound token (Pod
+// peer-b-pod on node-a), as a projected token is.
+func peerPodBinding() revocation.Binding {
+	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+		uid: "uid-sa-peer-b", podName: "peer-b-pod", podUID: "uid-pod-peer-b", nodeName: "node-a", nodeUID: nodeAUID},
+		"node-a", "node-b", fixtureKey)
+}
+
+// podNoNodeBinding is a Pod-bound agent token that names no Node (API
+// servers before the Pod's node info in tokens): admission recorded the
+// Pod's node.
+func podNoNodeBinding() revocation.Binding {
+	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
+		podName: "agent-a", podUID: podAUID}, "node-a", "node-a", fixtureKey)
 }
 
 // TestRejudge changes one object per case through the fake API and waits
@@ -69,6 +85,18 @@ func TestRejudge(t *testing.T) {
 			_, err := e.dyn.Resource(PeerGVR).Update(ctx, peerObject("node-b", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="), metav1.UpdateOptions{})
 			return err
 		}, contract.ClosePeerKeyChanged},
+		{"pod-bound agent, its node deleted", podBinding(), func(e *env) error {
+			return e.client.CoreV1().Nodes().Delete(ctx, "node-a", del)
+		}, contract.ReasonNodeMismatch},
+		{"pod-bound agent naming no node, the pod's node deleted", podNoNodeBinding(), func(e *env) error {
+			return e.client.CoreV1().Nodes().Delete(ctx, "node-a", del)
+		}, contract.ReasonNodeMismatch},
+		{"per-peer pod-bound, pod deleted", peerPodBinding(), func(e *env) error {
+			return e.client.CoreV1().Pods("wirekube-system").Delete(ctx, "peer-b-pod", del)
+		}, contract.ReasonPodNotFound},
+		{"per-peer pod-bound, node deleted", peerPodBinding(), func(e *env) error {
+			return e.client.CoreV1().Nodes().Delete(ctx, "node-a", del)
+		}, contract.ReasonNodeMismatch},
 		{"per-peer service account deleted", peerSABinding(), func(e *env) error {
 			return e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-relay-peer-node-b", del)
 		}, contract.ReasonServiceAccountNotFound},
