@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	
+
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
