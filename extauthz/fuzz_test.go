@@ -77,14 +77,6 @@ func TestCheckPayload(t *testing.T) {
 		{"negative", "eyJleHAiOi0xfQ", true},
 		{"not json", "bm90IGpzb24", true},
 		{"bad base64", "!!!", true},
-		{"exp twice", b64json(`{"exp":1799999999,"exp":1899999999}`), true},
-		{"exp and EXP", b64json(`{"exp":1799999999,"EXP":1899999999}`), true},
-		{"only EXP", b64json(`{"EXP":1799999999}`), true},
-		{"nested name twice", b64json(`{"exp":1799999999,"kubernetes.io":{"pod":{"name":"a","name":"b"}}}`), true},
-		{"unread claim names in two cases", b64json(`{"exp":1799999999,"foo":1,"FOO":2}`), true},
-		{"distinct unread names", b64json(`{"exp":1799999999,"foo":1,"bar":{"foo":2}}`), false},
-		{"names under an array", b64json(`{"exp":1799999999,"aud":[{"a":1,"A":2}]}`), true},
-		{"trailing data", b64json(`{"exp":1799999999} {}`), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

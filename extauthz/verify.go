@@ -35,7 +35,7 @@ const (
 	verifyAudience  = "audience"    // aud lacks --audience
 	verifyExpired   = "expired"     // exp passed or missing
 	verifyNotYet    = "not_yet_valid"
-	verifyClaims    = "claims" // claims not decodable
+	verifyClaims    = "claims" // claims not decodable, or ambiguous names (checkClaimNames)
 )
 
 // ref names a bound object in the kubernetes.io claim.
@@ -87,7 +87,12 @@ func (v *verifier) verify(ctx context.Context, token string) (*verified, contrac
 	}
 	var c tokenClaims
 	i, detail := verifyWithAny(tok, keys, &c)
-	if i < 0 {
+	switch {
+	case detail == verifyClaims:
+		// Signed, but its claims are ambiguous or do not decode: nothing
+		// in it can be read one way only.
+		return nil, contract.ReasonTokenMalformed, detail
+	case i < 0:
 		return nil, contract.ReasonTokenSignatureInvalid, detail
 	}
 	if reason, detail := v.checkClaims(&c, st.issuers); reason != "" {
