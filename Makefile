@@ -33,8 +33,9 @@ build: ## Build every binary (and the test fixture relay) into bin/.
 test: lint test-unit e2e ## Everything CI runs: lint, unit tests with -race, the e2e suite.
 
 .PHONY: test-unit
-test-unit: ## Unit tests with the race detector.
+test-unit: ## Unit tests with the race detector, then the allocation guards without it.
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run 'Allocs$$' ./bridge/ ./extauthz/
 
 .PHONY: lint
 lint: actionlint ## gofmt check, go vet, pinned staticcheck, actionlint.

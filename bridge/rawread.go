@@ -11,10 +11,21 @@ import (
 // file descriptor it waits for readability and only then borrows a buffer
 // and reads everything available in one call; otherwise (a wrapped or
 // in-memory conn) it waits on a small array first.
+//
+// The callback given to raw.Read is a method value bound once in init, and
+// its arguments and results live in the struct: a closure over locals would
+// escape to the heap, three allocations per read. One goroutine uses an
+// idleReader.
 type idleReader struct {
 	conn  net.Conn
 	raw   syscall.RawConn // nil: use small
 	small [idleReadSize]byte
+
+	readFn func(fd uintptr) bool // r.readFD
+	s      *session
+	sb     *streamBuf
+	n      int
+	rerr   error
 }
 
 func (r *idleReader) init(c net.Conn) {
@@ -22,8 +33,21 @@ func (r *idleReader) init(c net.Conn) {
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			r.raw = raw
+			r.readFn = r.readFD
 		}
 	}
+}
+
+// readFD is the raw.Read callback: it borrows r.sb's buffer only when the
+// read returns bytes.
+func (r *idleReader) readFD(fd uintptr) bool {
+	buf := r.s.take(r.sb)
+	r.n, r.rerr = syscall.Read(int(fd), buf)
+	if r.rerr == syscall.EAGAIN || r.rerr == syscall.EINTR {
+		r.s.release(r.sb) // wait for readability without a buffer
+		return false
+	}
+	return true
 }
 
 // readInto appends what the connection has to sb, waiting when there is
@@ -34,17 +58,10 @@ func (r *idleReader) readInto(s *session, sb *streamBuf) error {
 	if sb.n > 0 || r.raw == nil {
 		return r.readPlain(s, sb)
 	}
-	var n int
-	var rerr error
-	err := r.raw.Read(func(fd uintptr) bool {
-		buf := s.take(sb)
-		n, rerr = syscall.Read(int(fd), buf)
-		if rerr == syscall.EAGAIN || rerr == syscall.EINTR {
-			s.release(sb) // wait for readability without a buffer
-			return false
-		}
-		return true
-	})
+	r.s, r.sb = s, sb
+	err := r.raw.Read(r.readFn)
+	n, rerr := r.n, r.rerr
+	r.s, r.sb, r.rerr = nil, nil, nil
 	switch {
 	case err != nil:
 		s.release(sb)

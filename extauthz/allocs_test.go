@@ -10,13 +10,16 @@ import (
 // maxCacheHitAllocs bounds the allocations of one cache-hit Check (gRPC
 // request conversion, decision, response, JSON log line): issue 23's goal.
 // Measured on linux/amd64, Go 1.26, once the signature is verified once per cached
-// answer: 52, 58 with -race; 189 when every Check verified it again.
+// answer: 52; 189 when every Check verified it again.
 const maxCacheHitAllocs = 60
 
 // TestCheckCacheHitAllocs guards the cache-hit Check: its allocations per
 // call, also after a JWKS refresh that fetched the same keys (the cached
 // verification still holds; nothing is verified again).
 func TestCheckCacheHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under -race are not the program's (make test-unit runs this without it)")
+	}
 	e := newEnv(t, nil)
 	e.authz.log = slog.New(slog.NewJSONHandler(io.Discard, nil)) // formatted as in production
 	req := relayCheck(e.answer(static(podBound())), nil)
