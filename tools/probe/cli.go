@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/cli/output"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/version"
 )
@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg *Config, w io.Writer) error {
 			cfg.log.Debug("stage", "name", s.Name, "status", s.Status, "duration_ms", s.DurationMS, "detail", s.Detail)
 		}
 	}
-	if err := cli.WriteOutput(w, cfg.output, res, res.WriteText); err != nil {
+	if err := output.Write(w, cfg.output, res, res.WriteText); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if res.OK {

@@ -25,7 +25,7 @@ import (
 
 	"golang.org/x/crypto/curve25519"
 
-	"github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/cli/output"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -66,7 +66,7 @@ type Options struct {
 	// Count is the number of echo round trips. Zero means DefaultCount (3).
 	Count int
 	// Output is the report format of -o/--output: "text" (default), "json"
-	// or "yaml" (cli.OutputFormats, the same in every tool).
+	// or "yaml" (output.Formats, the same in every tool).
 	Output string
 	// Register runs the full test: Register the key with the relay and echo
 	// Data frames through it. The relay then replaces the node's live
@@ -109,7 +109,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", o.InsecureSkipVerify, "do not verify the gateway certificate (dangerous: the token goes to whoever answers)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit for connecting (DNS to upgrade) and for each echo round trip")
 	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
-	cli.AddOutputFlag(fs, &o.Output)
+	output.AddFlag(fs, &o.Output)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "level of the diagnostic lines on stderr (debug: one per stage): debug, info, warn or error")
 	fs.BoolVar(&o.Register, "register", o.Register, "full test: register the key with the relay and echo through it (replaces the node's live session: its agent reconnects)")
 }
@@ -145,7 +145,7 @@ func (o Options) Validate() error {
 		add("--count: want 1..%d, got %d", MaxCount, o.Count)
 	}
 	if o.Output != "" {
-		if err := cli.CheckOutput(o.Output); err != nil {
+		if err := output.Check(o.Output); err != nil {
 			errs = append(errs, err)
 		}
 	}

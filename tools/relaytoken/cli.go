@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	clif "github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/cli/output"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/version"
 )
@@ -174,12 +174,12 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	fs := c.flags("list")
 	all := fs.Bool("all-namespaces", false, "list managed ServiceAccounts in every namespace")
 	fs.BoolVar(all, "A", false, "shorthand for --all-namespaces")
-	output := clif.OutputText
-	clif.AddOutputFlag(fs, &output)
+	format := output.Text
+	output.AddFlag(fs, &format)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
-	if err := clif.CheckOutput(output); err != nil {
+	if err := output.Check(format); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if *all && c.namespace != "" {
@@ -197,7 +197,7 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return clif.WriteOutput(c.stdout, output, ListOutput{Items: entries}, func(w io.Writer) error {
+	return output.Write(c.stdout, format, ListOutput{Items: entries}, func(w io.Writer) error {
 		return WriteList(w, entries, c.now())
 	})
 }
