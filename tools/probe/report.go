@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -110,13 +109,6 @@ func (r *Result) stage(name string) *Stage {
 
 func (r *Result) warn(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
-}
-
-// WriteJSON writes r as one indented JSON object.
-func (r *Result) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // WriteText writes the human report: one line per stage, then the verdict.

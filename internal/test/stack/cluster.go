@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -243,7 +242,3 @@ func (c *Cluster) StopAPIServer() error {
 	return c.APIServer.Stop(15 * time.Second)
 }
 
-// HTTPClient is an admin client for raw requests to the API server.
-func (c *Cluster) HTTPClient() (*http.Client, error) {
-	return rest.HTTPClientFor(c.Config)
-}

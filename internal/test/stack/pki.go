@@ -63,11 +63,6 @@ type KeyPair struct {
 	CertPEM, KeyPEM []byte
 }
 
-// TLSCertificate parses the pair for crypto/tls.
-func (kp KeyPair) TLSCertificate() (tls.Certificate, error) {
-	return tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
-}
-
 // WriteFiles writes <dir>/<name>.crt and .key and returns their paths.
 func (kp KeyPair) WriteFiles(dir, name string) (certPath, keyPath string, err error) {
 	certPath, keyPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")

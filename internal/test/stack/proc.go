@@ -140,11 +140,6 @@ func (ps *Procs) Close() error {
 	return errors.Join(errs...)
 }
 
-// LogFiles lists every log file written so far (all runs of all processes).
-func (ps *Procs) LogFiles() ([]string, error) {
-	return filepath.Glob(filepath.Join(ps.LogDir, "*"))
-}
-
 // WaitFor polls cond every 50 ms until it returns nil, the process exits or
 // timeout passes; the last error explains a timeout.
 func WaitFor(ctx context.Context, p *Proc, timeout time.Duration, cond func(context.Context) error) error {
