@@ -40,7 +40,7 @@ func (e *env) runProbe(ctx context.Context, bin string, n *node) (string, error)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "--url", e.url(), "--token-file", n.tokenFile,
-		"--ca-file", e.caFile, "--private-key-file", n.keyFile, "--count", "5")
+		"--ca-file", e.caFile, "--private-key-file", n.keyFile)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if _, werr := e.state.writeFile("logs/probe-"+n.name+".log", out.Bytes(), 0o644); werr != nil {

@@ -92,14 +92,14 @@ func TestProbeRealBridge(t *testing.T) {
 			"ok   register", "sent it nothing", "skip echo", "result: ok"}},
 		{"check mode key mismatch", relayAddr, other, nil, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
 		{"check mode relay down", deadRelay, key, nil, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable"}},
-		{"echo through bridge and relay", relayAddr, key, []string{"--register"}, ExitOK, []string{"(mode register)",
+		{"echo through bridge and relay", relayAddr, key, []string{"--register", "--count", "5"}, ExitOK, []string{"(mode register)",
 			"warning: --register: the relay replaces", "ok   upgrade", "5/5 round trips", "result: ok"}},
 		{"key mismatch closes 1008", relayAddr, other, []string{"--register"}, ExitClosed, []string{"FAIL register", "1008 register_key_mismatch", "fix: " + fixes[contract.CloseRegisterKeyMismatch]}},
 		{"relay down answers 503", deadRelay, key, []string{"--register"}, ExitUnavailable, []string{"503 Service Unavailable, reason relay_unavailable", "result: unavailable (exit 7)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := startRealBridge(t, tc.relayAddr, key)
-			args := append([]string{"--url", url, "--token-file", tokenFile, "--public-key", tc.register.Base64(), "--count", "5"}, tc.mode...)
+			args := append([]string{"--url", url, "--token-file", tokenFile, "--public-key", tc.register.Base64()}, tc.mode...)
 			code, out, _ := runProbe(t, args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)

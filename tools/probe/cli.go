@@ -34,6 +34,9 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *showVersion {
 		return version.Print(stdout, "wirekube-relay-probe")
 	}
+	if isSet(fs, "count") && !o.Register {
+		return usageErrorf("--count: only with --register (the check mode sends no echo)")
+	}
 	cfg, err := o.Complete()
 	if err != nil {
 		return err
@@ -80,4 +83,11 @@ func Check(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	return c.Probe(ctx), nil
+}
+
+// isSet reports whether flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
