@@ -4,13 +4,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,17 +17,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "wirekube-bridge:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(cli.Main("wirekube-bridge", run, nil)) }
 
 // run parses args, builds the bridge and serves until ctx is done (SIGTERM),
 // then drains. Logs go to stderr; --version prints to stdout.

@@ -10,33 +10,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/wirekube/relay-ws/demo"
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
-	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, "wirekube-demo:", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "wirekube-demo:", err)
-		os.Exit(1)
+func main() { os.Exit(cli.Main("wirekube-demo", run, exitCode)) }
+
+// exitCode is 2 for a usage error, 1 for any other.
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return 2
 	}
+	return 1
 }
 
 var errUsage = errors.New("usage")
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+// run writes the help, the progress and the report to out (stdout).
+func run(ctx context.Context, args []string, out, _ io.Writer) error {
 	o := demo.DefaultOptions()
 	o.Progress = out
 	fs := flag.NewFlagSet("wirekube-demo", flag.ContinueOnError)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestRunRefusesBadInvocations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			err := run(context.Background(), tt.args, &out)
+			err := run(context.Background(), tt.args, &out, io.Discard)
 			if err == nil {
 				t.Fatal("run succeeded")
 			}
@@ -49,7 +50,7 @@ func TestRunRefusesBadInvocations(t *testing.T) {
 
 func TestVersionFlag(t *testing.T) {
 	var out strings.Builder
-	if err := run(context.Background(), []string{"--version"}, &out); err != nil {
+	if err := run(context.Background(), []string{"--version"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.String(), "wirekube-demo dev (go") {

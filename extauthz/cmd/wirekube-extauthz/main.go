@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,18 +25,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wirekube-extauthz:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(cli.Main("wirekube-extauthz", run, nil)) }
 
 // run parses args, builds the clients and serves until ctx is done. Logs go
 // to stderr; --version prints to stdout.

@@ -241,4 +241,3 @@ func (c *Cluster) StopAPIServer() error {
 	}
 	return c.APIServer.Stop(15 * time.Second)
 }
-

@@ -4,24 +4,14 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wirekube-relay-probe:", err)
-	}
-	os.Exit(probe.ExitCode(err))
-}
+func main() { os.Exit(cli.Main("wirekube-relay-probe", run, probe.ExitCode)) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return probe.Command(ctx, args, stdout, stderr)

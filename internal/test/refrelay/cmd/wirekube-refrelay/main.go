@@ -11,8 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/cli"
@@ -22,18 +20,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wirekube-refrelay:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(cli.Main("wirekube-refrelay", run, nil)) }
 
 const usage = `wirekube-refrelay: TEST FIXTURE, not for production.
 

@@ -7,32 +7,23 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wirekube-e2e-deps:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(cli.Main("wirekube-e2e-deps", run, nil)) }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, _ []string, stdout, _ io.Writer) error {
 	root, err := stack.RepoRoot()
 	if err != nil {
 		return err
 	}
-	if _, err := stack.FindKubeBinaries(ctx, root, os.Stdout); err != nil {
+	if _, err := stack.FindKubeBinaries(ctx, root, stdout); err != nil {
 		return err
 	}
-	_, err = stack.FindTraefik(ctx, root, os.Stdout)
+	_, err = stack.FindTraefik(ctx, root, stdout)
 	return err
 }
