@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // handleRelay admits a request on the relay path, dials the relay, upgrades
@@ -21,18 +22,18 @@ import (
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	id, reason, err := s.admit(r)
 	if reason != "" {
-		s.deny(w, r, reason, err)
+		s.deny(w, r, id, reason, err)
 		return
 	}
 	ticket, reason := s.admitPeer(w, id)
 	if reason != "" {
-		s.deny(w, r, reason, nil)
+		s.deny(w, r, id, reason, nil)
 		return
 	}
 	relay, reason, err := s.connectRelay(r.Context()) // may hold (hold.go)
 	if reason != "" {
 		ticket.release()
-		s.deny(w, r, reason, err)
+		s.deny(w, r, id, reason, err)
 		return
 	}
 	upgrader := &s.upgrader
@@ -68,32 +69,49 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 }
 
 // admit runs the checks that need no relay: method, body, upgrade headers,
-// identity, origin, subprotocol. Any failure is a deny: fail closed.
+// identity, origin, subprotocol. Any failure is a deny: fail closed. On a
+// deny the identity returned is what is known for the log line: the
+// request id always, the peer and identity when their headers were valid.
 func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
+	known := knownIdentity(r.Header)
 	switch {
 	case r.Method != http.MethodGet:
-		return peerIdentity{}, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
+		return known, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
 	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
-		return peerIdentity{}, contract.ReasonRequestBody, errors.New("request has a body")
+		return known, contract.ReasonRequestBody, errors.New("request has a body")
 	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
 		r.Header.Get("Sec-WebSocket-Key") == "":
-		return peerIdentity{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+		return known, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
 	}
 	id, err := parseIdentity(r.Header)
 	if err == nil {
 		err = parseBinding(r.Header, &id, s.revoker.enabled())
 	}
 	if err != nil {
-		return peerIdentity{}, contract.ReasonIdentityHeaderInvalid, err
+		return known, contract.ReasonIdentityHeaderInvalid, err
 	}
+	id.RequestID = known.RequestID
 	if !s.originAllowed(r) {
-		return peerIdentity{}, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
+		return known, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) &&
 		!slices.Contains(offered, contract.SubprotocolProbe) {
-		return peerIdentity{}, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
+		return known, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
 	}
 	return id, "", nil
+}
+
+// knownIdentity is what a deny line can name before the checks ran: the
+// front's request id (checked, logging.RequestID) and, when the identity
+// headers are well formed, the peer and identity (set by the proxy from the
+// ext_authz answer, never by the client).
+func knownIdentity(h http.Header) peerIdentity {
+	id, err := parseIdentity(h)
+	if err != nil {
+		id = peerIdentity{}
+	}
+	id.RequestID = logging.RequestID(h.Values(contract.HeaderRequestID))
+	return id
 }
 
 // originAllowed accepts a request without Origin (the agent sends none) or
@@ -109,15 +127,17 @@ func (s *Server) originAllowed(r *http.Request) bool {
 
 // deny answers a refused request and counts it. Identity header failures
 // are logged at error level: they mean the proxy is misconfigured. The log
-// line carries no header values (no token, no key).
-func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason contract.Reason, err error) {
+// line names the peer and identity when known (id), the front's request id,
+// and no client-supplied header value (no token, no key).
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, id peerIdentity, reason contract.Reason, err error) {
 	s.metrics.rejects.WithLabelValues(string(reason)).Inc()
 	level := slog.LevelInfo
 	if reason == contract.ReasonIdentityHeaderInvalid {
 		level = slog.LevelError
 	}
-	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("remote", r.RemoteAddr),
-		slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("peer", id.Peer),
+		slog.String("identity", id.Subject), slog.String("request_id", id.RequestID),
+		slog.String("remote", r.RemoteAddr), slog.String("method", r.Method), slog.String("path", r.URL.Path)}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
@@ -148,7 +168,7 @@ func (s *Server) upgradeError(w http.ResponseWriter, r *http.Request, status int
 	if status == http.StatusForbidden {
 		reason = contract.ReasonOriginNotAllowed
 	}
-	s.deny(w, r, reason, err)
+	s.deny(w, r, knownIdentity(r.Header), reason, err)
 }
 
 // dialRelay opens the session's relay connection before the upgrade.

@@ -24,6 +24,9 @@ type peerIdentity struct {
 	// Binding is X-WireKube-Binding as the proxy passed it: what the
 	// bridge hands back to extauthz on the revocation stream.
 	Binding string
+	// RequestID is the front's request id (logging.RequestID: checked,
+	// bounded), logged with every line of the session.
+	RequestID string
 }
 
 // maxHeaderValue bounds each identity value; real ones are far shorter.

@@ -249,5 +249,6 @@ func (s *session) logAttrs() []slog.Attr {
 		slog.String("identity", s.id.Subject),
 		slog.String("key", s.id.Key.Fingerprint()),
 		slog.String("remote", s.remote),
+		slog.String("request_id", s.id.RequestID),
 	}
 }

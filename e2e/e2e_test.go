@@ -68,4 +68,5 @@ var scenarios = []scenario{
 	{"9_refused_by_local_verification", (*env).testLocalVerification},
 	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
 	{"10_binding_rules", (*env).testBindingRules},
+	{"11_refusals_traceable", (*env).testTraceable},
 }

@@ -101,6 +101,8 @@ func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elaps
 		slog.String("identity", d.Identity),
 		slog.String("peer", d.Peer),
 		slog.String("key", d.KeyFingerprint),
+		slog.String("request_id", req.RequestID),
+		slog.String("claimed_node", d.ClaimedNode),
 		slog.String("method", req.Method),
 		slog.String("path", logPath(req.Target)),
 		slog.Bool("cache_hit", d.CacheHit),

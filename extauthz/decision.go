@@ -34,6 +34,9 @@ type Request struct {
 	UpgradeKnown, ConnectionKnown bool
 	// HasBody is set when the original request carries a body.
 	HasBody bool
+	// RequestID is the front's request id, already checked
+	// (logging.RequestID): logged with the decision.
+	RequestID string
 }
 
 // Header is one header the allow answer sets on the upstream request.
@@ -59,6 +62,18 @@ type Decision struct {
 	// Detail names the local verification check that failed, for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
+	// ClaimedNode is the node a token refused by TokenReview names in its
+	// verified claims (signature checked locally), for the log line only:
+	// the refusal is then traceable by node name (issue 22).
+	ClaimedNode string
+}
+
+// claimedNode is the node name of verified claims, "" when none.
+func claimedNode(c *tokenClaims) string {
+	if c == nil || c.Kubernetes.Node == nil {
+		return ""
+	}
+	return c.Kubernetes.Node.Name
 }
 
 // Allowed reports whether the request may proceed.
@@ -134,13 +149,16 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 		reason = checkReview(&rv, token, a.cfg.audience)
 	}
 	if reason != "" {
-		return Decision{Reason: reason, CacheHit: hit}
+		return Decision{Reason: reason, CacheHit: hit, ClaimedNode: claimedNode(claims)}
 	}
 	var d Decision
 	if kind == pathAuthnOnly {
 		d = a.allowListed(&rv)
 	} else {
 		d = a.bindPeer(&rv, exp)
+		if !d.Allowed() && d.Peer == "" {
+			d.ClaimedNode = rv.nodeName // the log names the node of a refused binding
+		}
 	}
 	d.CacheHit, d.Offline = hit, offline
 	d.Identity = rv.username

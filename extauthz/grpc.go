@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // CheckServer is the Envoy ext_authz gRPC front end of an Authorizer.
@@ -48,6 +49,13 @@ func requestFromCheck(in *authv3.CheckRequest) Request {
 	req.Origin = hdr.origin
 	req.Upgrade = hdr.upgrade
 	req.Connection = hdr.connection
+	// Envoy fills id from x-request-id (the one it generated for an
+	// external request, use_remote_address: true); the header is the
+	// fallback for a caller that leaves id empty.
+	req.RequestID = logging.RequestID(hdr.requestID)
+	if id := h.GetId(); id != "" {
+		req.RequestID = logging.RequestID([]string{id})
+	}
 	req.HasBody = h.GetSize() > 0 || len(h.GetBody()) > 0 || len(h.GetRawBody()) > 0 ||
 		len(hdr.transferEncoding) > 0 || hasNonZero(hdr.contentLength)
 	return req
@@ -64,7 +72,7 @@ func hasNonZero(values []string) bool {
 
 // checkedHeaders are the request headers the decision reads.
 type checkedHeaders struct {
-	authorization, origin, upgrade, connection, transferEncoding, contentLength []string
+	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID []string
 }
 
 func (c *checkedHeaders) add(k, v string) {
@@ -82,6 +90,8 @@ func (c *checkedHeaders) add(k, v string) {
 		dst = &c.transferEncoding
 	case "content-length":
 		dst = &c.contentLength
+	case "x-request-id":
+		dst = &c.requestID
 	default:
 		return
 	}

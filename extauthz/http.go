@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/logging"
 )
 
 // HTTPHandler is the plain HTTP external-auth front end (nginx
@@ -43,6 +44,9 @@ func requestFromHTTP(r *http.Request) Request {
 		Origin:        r.Header.Values("Origin"),
 		Upgrade:       r.Header.Values("Upgrade"),
 		HasBody:       r.ContentLength > 0 || len(r.TransferEncoding) > 0,
+		// The front's id: nginx's $request_id (the shipped snippet sets
+		// X-Request-Id), Envoy http_service's x-request-id.
+		RequestID: logging.RequestID(r.Header.Values(contract.HeaderRequestID)),
 	}
 	if req.UpgradeKnown = forwardsHopByHop(r.Header); req.UpgradeKnown {
 		req.Connection = r.Header.Values("Connection")

@@ -42,6 +42,12 @@ const (
 	HeaderDenyReason = "X-WireKube-Deny-Reason"
 )
 
+// HeaderRequestID is the front's request id (nginx $request_id set by the
+// shipped snippet, Envoy's x-request-id): extauthz and the bridge log it
+// beside the front's access log line, so one grep finds both. It is checked
+// (internal/logging.RequestID) before it is logged.
+const HeaderRequestID = "X-Request-Id"
+
 // IdentityHeaders lists the headers an allow answer for the relay path sets.
 var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires, HeaderBinding}
 

@@ -21,7 +21,12 @@ func TestNginxAccessLogHasNoClientText(t *testing.T) {
 	allowed := map[string]bool{
 		"$remote_addr": true, "$time_local": true, "$request_method": true, "$wirekube_route": true,
 		"$status": true, "$body_bytes_sent": true, "$request_time": true,
-		"$wk_status": true, "$wk_deny_reason": true, "$wk_peer": true,
+		"$wk_status": true, "$wk_peer": true, "$wk_identity": true,
+		// Set by extauthz, the bridge or nginx's own error page (issue
+		// 22): a reason code, never a client's text.
+		"$sent_http_x_wirekube_deny_reason": true,
+		// nginx's own id; the snippet overwrites any client X-Request-Id.
+		"$request_id": true,
 	}
 	vars := regexp.MustCompile(`\$\{?[a-z_0-9]+`).FindAllString(format, -1)
 	if len(vars) < 5 {
