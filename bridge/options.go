@@ -95,7 +95,7 @@ func DefaultOptions() Options {
 			RevocationStaleTimeout: 60 * time.Second,
 		},
 		RecoveryOptions: RecoveryOptions{
-			RelayWait:              5 * time.Second,
+			RelayWait:              7500 * time.Millisecond,
 			RelayWaitMax:           1000,
 			MaxSessionsPerPeer:     2,
 			MaxUnregisteredPerPeer: 1,
@@ -248,7 +248,9 @@ func (o *RevocationOptions) Validate() error {
 type RecoveryOptions struct {
 	// RelayWait is how long an upgrade is held, unanswered, while the relay
 	// is unreachable, before 503 relay_unavailable; 0 answers at once. Keep
-	// it well under the agent's 10 s handshake timeout. Default 5s.
+	// it under the agent's 10 s handshake timeout. Default 7.5s, chosen
+	// from the agent's backoff (docs/bridge.md#relay-wait): a 3, 15 or 40 s
+	// outage then ends inside a held dial.
 	RelayWait time.Duration
 	// RelayWaitMax bounds the upgrades held at once; beyond it 503
 	// relay_wait_full. Default 1000.

@@ -17,7 +17,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"register-timeout":   "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
 		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json", "log-level": "info",
 		"revocation-addr": "127.0.0.1:9001", "revocation-stale-timeout": "1m0s", "token-expiry-grace": "0s",
-		"relay-wait": "5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
+		"relay-wait": "7.5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
 		"key-mismatch-backoff-max": "1m0s",
 	}
 	fs.VisitAll(func(f *flag.Flag) {

@@ -428,3 +428,36 @@ func (f *tcpFront) close() {
 	f.mu.Unlock()
 	f.wg.Wait()
 }
+
+// OutageRow is the relay-restart downtime for one outage length.
+type OutageRow struct {
+	Outage time.Duration
+	Down   Downtimes
+}
+
+// RunOutages runs the relay-restart scenario once per outage (issue 22
+// item 5: 3, 15 and 40 s with the default --relay-wait), each on a fresh
+// gateway.
+func RunOutages(ctx context.Context, cfg Config, outages []time.Duration) ([]OutageRow, error) {
+	var rows []OutageRow
+	for _, o := range outages {
+		c := cfg
+		c.Outage = o
+		d, err := runScenario(ctx, c, relayRestart)
+		if err != nil {
+			return rows, fmt.Errorf("relay down %s: %w", o, err)
+		}
+		rows = append(rows, OutageRow{Outage: o, Down: d})
+	}
+	return rows, nil
+}
+
+// PrintOutages writes the rows with the cost beyond the outage.
+func PrintOutages(w io.Writer, agents int, rows []OutageRow) {
+	fmt.Fprintf(w, "relay outage vs. data path down, %d agents, default --relay-wait, agent reconnect policy 1,2,4.. s:\n", agents)
+	for _, r := range rows {
+		fmt.Fprintf(w, "  relay down %6s: data path down p50 %6s p99 %6s max %6s (max beyond the outage %6s); %d refused dials, %d false connects\n",
+			r.Outage, round(r.Down.P50), round(r.Down.P99), round(r.Down.Max), round(r.Down.Max-r.Outage),
+			r.Down.Refused, r.Down.FalseConnects)
+	}
+}

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -53,4 +54,24 @@ func BenchmarkRecovery(b *testing.B) {
 	res.Print(os.Stdout)
 	b.ReportMetric(res.RelayRestart.P99.Seconds(), "relay-restart-p99-s")
 	b.ReportMetric(res.BridgeDrain.P99.Seconds(), "bridge-drain-p99-s")
+}
+
+// BenchmarkRelayOutages prints the data-path downtime of 3, 15 and 40 s
+// relay outages with 100 agents and the bridge's default --relay-wait
+// (issue 22 item 5: each should cost at most the outage + 1 s). Figures,
+// not assertions; it runs once whatever b.N is.
+func BenchmarkRelayOutages(b *testing.B) {
+	if b.N > 1 {
+		b.Skip("runs once")
+	}
+	cfg := DefaultConfig()
+	cfg.Agents = 100
+	rows, err := RunOutages(context.Background(), cfg, []time.Duration{3 * time.Second, 15 * time.Second, 40 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	PrintOutages(os.Stdout, cfg.Agents, rows)
+	for _, r := range rows {
+		b.ReportMetric((r.Down.Max - r.Outage).Seconds(), fmt.Sprintf("beyond-%ds-max-s", int(r.Outage.Seconds())))
+	}
 }

@@ -52,7 +52,8 @@ type Options struct {
 	KeepaliveInterval time.Duration
 	HandshakeTimeout  time.Duration // default 10 s
 	// NetDialContext, when set, opens the TCP connection (a load generator
-	// picking a replica the way a Service would); default net.Dialer.
+	// picking a replica the way a Service would); default net.Dialer (also the in-memory
+	// listeners of testing/synctest bubbles).
 	NetDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 

@@ -87,7 +87,8 @@ type Reconnector struct {
 
 // SessionRecord is one upgraded session.
 type SessionRecord struct {
-	Upgraded, Ended time.Time
+	// Dialed is when its dial began; the upgrade finished at Upgraded.
+	Dialed, Upgraded, Ended time.Time
 	// Live: the session's own echo came back (the relay carried it).
 	Live bool
 	// ClosedByServer: it ended with a close frame or a dropped connection,
@@ -103,9 +104,10 @@ func (s SessionRecord) FalseConnected() bool { return s.ClosedByServer && !s.Liv
 
 // DialRecord is one dial that did not upgrade.
 type DialRecord struct {
-	At     time.Time
-	Status int    // HTTP status, 0 without an answer
-	Reason string // X-WireKube-Deny-Reason
+	Dialed time.Time // when the dial began
+	At     time.Time // when it failed
+	Status int       // HTTP status, 0 without an answer
+	Reason string    // X-WireKube-Deny-Reason
 	Err    string
 }
 
@@ -164,11 +166,12 @@ func (r *Reconnector) lastOutcome() Outcome {
 func (r *Reconnector) attempt(ctx context.Context, p Policy) {
 	o := r.Options
 	o.HandshakeTimeout = p.HandshakeTimeout
+	dialed := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, p.HandshakeTimeout)
 	c, err := Dial(dctx, o, r.Key)
 	cancel()
 	if err != nil {
-		d := DialRecord{At: time.Now(), Err: err.Error()}
+		d := DialRecord{Dialed: dialed, At: time.Now(), Err: err.Error()}
 		var de *DialError
 		if errors.As(err, &de) {
 			d.Status, d.Reason = de.Status, de.Reason
@@ -178,7 +181,7 @@ func (r *Reconnector) attempt(ctx context.Context, p Policy) {
 		r.mu.Unlock()
 		return
 	}
-	rec := SessionRecord{Upgraded: time.Now()}
+	rec := SessionRecord{Dialed: dialed, Upgraded: time.Now()}
 	r.serve(ctx, c, &rec)
 	rec.Ended = time.Now()
 	r.mu.Lock()
