@@ -242,7 +242,19 @@ type revocationMetrics struct {
 	connected prometheus.Gauge
 	resyncs   prometheus.Counter
 	lag       prometheus.Histogram
+	// authCloses counts the sessions closed because their authorization
+	// ended, by cause: the token's expiry (the hourly close of every agent
+	// with WireKube's 3,600 s tokens, docs/revocation.md#token-expiry) apart
+	// from extauthz's revocations and the stale-stream closes.
+	authCloses *prometheus.CounterVec
 }
+
+// Causes of wirekube_bridge_authorization_closes_total.
+const (
+	causeTokenExpired    = "token_expired"
+	causeRevoked         = "revoked"
+	causeRevocationStale = "revocation_stale"
+)
 
 func newRevocationMetrics(reg prometheus.Registerer) (*revocationMetrics, error) {
 	const ns = metricsNamespace
@@ -254,8 +266,14 @@ func newRevocationMetrics(reg prometheus.Registerer) (*revocationMetrics, error)
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_lag_seconds",
 			Help:    "Time from the informer event in extauthz to the close of the session it revoked.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10)}),
+		authCloses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "authorization_closes_total",
+			Help: "Sessions closed because their authorization ended, by cause: token_expired (the token's exp + --token-expiry-grace), revoked (extauthz revoked the binding), revocation_stale."},
+			[]string{"cause"}),
 	}
-	if err := register(reg, m.connected, m.resyncs, m.lag); err != nil {
+	for _, c := range []string{causeTokenExpired, causeRevoked, causeRevocationStale} {
+		m.authCloses.WithLabelValues(c)
+	}
+	if err := register(reg, m.connected, m.resyncs, m.lag, m.authCloses); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -69,7 +69,9 @@ func (r *revoker) add(sess *session) {
 	exp := sess.id.TokenExpires.Add(r.grace)
 	sess.expiry = time.AfterFunc(max(exp.Sub(r.now()), 0), func() {
 		sess.fromTimer(func() {
-			sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseTokenExpired, nil))
+			if sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseTokenExpired, nil)) {
+				r.m.authCloses.WithLabelValues(causeTokenExpired).Inc()
+			}
 		})
 	})
 	if !r.enabled() {
@@ -266,7 +268,9 @@ func (r *revoker) revoke(op revocation.Op) {
 	if sess == nil {
 		return // ended meanwhile
 	}
-	sess.end(revokedClose(contract.Reason(op.Reason)))
+	if sess.end(revokedClose(contract.Reason(op.Reason))) {
+		r.m.authCloses.WithLabelValues(causeRevoked).Inc()
+	}
 	if op.EventUnixNano > 0 {
 		r.m.lag.Observe(max(r.now().Sub(time.Unix(0, op.EventUnixNano)), 0).Seconds())
 	}
@@ -296,7 +300,9 @@ func (r *revoker) sweepStale(ctx context.Context) {
 		}
 		r.mu.Unlock()
 		for _, sess := range stale {
-			sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationStale, nil))
+			if sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationStale, nil)) {
+				r.m.authCloses.WithLabelValues(causeRevocationStale).Inc()
+			}
 		}
 		if len(stale) > 0 {
 			r.log.Warn("revocation stream out of sync: closed the sessions it can no longer vouch for",

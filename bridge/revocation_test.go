@@ -152,6 +152,8 @@ func TestRevocationStream(t *testing.T) {
 	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-c"), Reason: "from_a_newer_extauthz"}}))
 	expectClose(t, c, websocket.ClosePolicyViolation, contract.CloseRevoked)
 	waitHeld(t, f, 1)
+	// Issue 22: two revocations, no expiry.
+	wantAuthCloses(t, h, map[string]float64{causeRevoked: 2, causeTokenExpired: 0, causeRevocationStale: 0})
 
 	// Hang up: the bridge reconnects and lists what is live (only a).
 	f.mu.Lock()
@@ -185,6 +187,7 @@ func TestRevocationStale(t *testing.T) {
 	})
 	ws := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRevocationStale)
+	wantAuthCloses(t, h, map[string]float64{causeRevocationStale: 1, causeRevoked: 0, causeTokenExpired: 0})
 	if got := promtest.ToFloat64(h.srv.revoker.m.connected); got != 0 {
 		t.Fatalf("connected = %v", got)
 	}
@@ -203,6 +206,18 @@ func TestTokenExpiryCloses(t *testing.T) {
 	testutil.Eventually(t, "counted", func() bool {
 		return promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.CloseTokenExpired))) == 1
 	})
+	// Issue 22: counted as an expiry, not as a revocation.
+	wantAuthCloses(t, h, map[string]float64{causeTokenExpired: 1, causeRevoked: 0, causeRevocationStale: 0})
+}
+
+// wantAuthCloses checks wirekube_bridge_authorization_closes_total by cause.
+func wantAuthCloses(t *testing.T, h *harness, want map[string]float64) {
+	t.Helper()
+	for cause, n := range want {
+		if got := promtest.ToFloat64(h.srv.revoker.m.authCloses.WithLabelValues(cause)); got != n {
+			t.Errorf("authorization_closes_total{cause=%q} = %v, want %v", cause, got, n)
+		}
+	}
 }
 
 // TestBindingHeaderRules: with the stream on, the binding is required and

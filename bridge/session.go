@@ -214,12 +214,13 @@ const lingerLimit = 256 << 10
 // only then closes the socket. Closing a socket with received bytes
 // unread makes the kernel send RST instead of FIN, and a proxy in between
 // then drops the close frame it has not yet forwarded. Safe for
-// concurrent use; later calls do nothing.
-func (s *session) end(ce *closeError) {
+// concurrent use; later calls do nothing. It reports whether this call
+// ended the session (it was the first).
+func (s *session) end(ce *closeError) bool {
 	s.mu.Lock()
 	if s.result != nil {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.result = ce
 	s.pinger.Stop()
@@ -235,10 +236,11 @@ func (s *session) end(ce *closeError) {
 			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite() // TCP and Unix sockets; nothing more is written
 			}
-			return
+			return true
 		}
 	}
 	_ = s.ws.Close()
+	return true
 }
 
 // logAttrs are the fields of the session start and end lines. Never the
