@@ -39,7 +39,7 @@ type Config struct {
 // DefaultConfig is the workload of `make bench`.
 func DefaultConfig() Config {
 	return Config{Frames1400: 100000, Frames16K: 20000, Window: 64, PingPongs: 3000, PingPayload: 16,
-		IdleSessions: 20000, Rounds: 3}
+		IdleSessions: 20000, Rounds: 2}
 }
 
 // Payload sizes of the CPU runs.

@@ -309,6 +309,7 @@ func (r *run) seed(ctx context.Context, sa *corev1.ServiceAccount) error {
 // connect starts the generators and waits until every agent is admitted.
 func (r *run) connect(ctx context.Context, res *Result) error {
 	res.Before = r.readRSS()
+	res.RuntimeBefore = r.readRuntime(ctx)
 	ngen := (r.cfg.Agents + r.cfg.PerGen - 1) / r.cfg.PerGen
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
@@ -452,6 +453,31 @@ func (r *run) readRSS() map[string]int64 {
 	return out
 }
 
+// runtimeMetrics are the Go runtime figures the binaries export (their
+// /metrics has the Go collector): where a session's memory goes.
+var runtimeMetrics = []string{"go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes"}
+
+// readRuntime reads runtimeMetrics of every bridge and extauthz, by
+// process name.
+func (r *run) readRuntime(ctx context.Context) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, rep := range r.replicas {
+		if rep.killed {
+			continue
+		}
+		for role, addr := range map[string]string{"bridge": rep.bridgeMetrics, "extauthz": rep.metrics} {
+			m := map[string]float64{}
+			for _, name := range runtimeMetrics {
+				if v, err := metric(ctx, addr, name); err == nil {
+					m[name] = v
+				}
+			}
+			out[fmt.Sprintf("%s-%d", role, rep.i)] = m
+		}
+	}
+	return out
+}
+
 // atRest: memory per process with every agent connected, and CPU per
 // process over RestWindow (keepalives and pings only).
 func (r *run) atRest(ctx context.Context, res *Result) error {
@@ -479,6 +505,7 @@ func (r *run) atRest(ctx context.Context, res *Result) error {
 		res.RestCPU[p.name] = (c - cpu0[p.name]) / r.cfg.RestWindow.Seconds()
 	}
 	res.Rest = r.readRSS()
+	res.RuntimeRest = r.readRuntime(ctx)
 	res.Procs = r.allProcs()
 	return nil
 }

@@ -16,9 +16,12 @@ type Result struct {
 	ConnectTime time.Duration
 	Sessions    map[int]int // live sessions per replica at rest
 
-	Before, Rest map[string]int64   // VmRSS per process before the agents and at rest
-	RestCPU      map[string]float64 // CPU cores per process at rest
-	Procs        []procRow
+	Before, Rest map[string]int64 // VmRSS per process before the agents and at rest
+	// RuntimeBefore and RuntimeRest are runtimeMetrics per bridge and
+	// extauthz process, before the agents and at rest.
+	RuntimeBefore, RuntimeRest map[string]map[string]float64
+	RestCPU                    map[string]float64 // CPU cores per process at rest
+	Procs                      []procRow
 
 	Burst struct {
 		Deleted, Closed, OthersClosed int
@@ -59,6 +62,29 @@ func (r *Result) perSession(role string) (float64, bool) {
 	return sum / float64(n), true
 }
 
+// runtimeText is the growth of the Go runtime figures of role's processes
+// per live session on their replica, averaged over the replicas.
+func (r *Result) runtimeText(role string) string {
+	var g, stack, heap float64
+	n := 0
+	for _, p := range r.Procs {
+		b, a := r.RuntimeBefore[p.name], r.RuntimeRest[p.name]
+		if p.role != role || b == nil || a == nil || r.Sessions[p.replica] == 0 {
+			continue
+		}
+		s := float64(r.Sessions[p.replica])
+		g += (a["go_goroutines"] - b["go_goroutines"]) / s
+		stack += (a["go_memstats_stack_inuse_bytes"] - b["go_memstats_stack_inuse_bytes"]) / s / 1024
+		heap += (a["go_memstats_heap_inuse_bytes"] - b["go_memstats_heap_inuse_bytes"]) / s / 1024
+		n++
+	}
+	if n == 0 {
+		return "n/a"
+	}
+	k := float64(n)
+	return fmt.Sprintf("%.2f goroutines, stack %.1f KiB, heap %.1f KiB", g/k, stack/k, heap/k)
+}
+
 // Rows are the figures as benchrow rows.
 func (r *Result) Rows() []benchrow.Row {
 	kib := func(role string) string {
@@ -75,6 +101,10 @@ func (r *Result) Rows() []benchrow.Row {
 	rows := []benchrow.Row{
 		{Figure: "scale: bridge RSS / live session, revocation stream on", Value: kib("bridge"),
 			Baseline: "-", Ratio: "-", Goal: "<= 12 KiB", Met: yesNo(br > 0 && br <= 12)},
+		{Figure: "scale: bridge per live session: goroutines, stack, heap in use", Value: r.runtimeText("bridge"),
+			Baseline: "bridge RSS " + kib("bridge"), Ratio: "-", Goal: "-", Met: "-"},
+		{Figure: "scale: extauthz per live binding: goroutines, stack, heap in use", Value: r.runtimeText("extauthz"),
+			Baseline: "extauthz RSS " + kib("extauthz"), Ratio: "-", Goal: "-", Met: "-"},
 		{Figure: "scale: extauthz RSS / live binding", Value: kib("extauthz"), Baseline: "bridge " + kib("bridge"),
 			Ratio: ratio(ea, br), Goal: "-", Met: "-"},
 		{Figure: "scale: nginx RSS / live session", Value: kib("nginx"), Baseline: "bridge " + kib("bridge"),
