@@ -141,6 +141,16 @@ func metricRows(m metrics) []benchrow.Row {
 	}
 	rows = append(rows, grpc, paced)
 
+	rtt := benchrow.Row{Figure: "added p50 round trip through the bridge, 64-byte frames (BenchmarkRoundTrip)", Goal: "< 50 us"}
+	if us, ok := m.get("BenchmarkRoundTrip", "bridge_(ws)_added_p50_us"); ok {
+		naive, _ := m.get("BenchmarkRoundTrip", "naive_gateway_(ws)_added_p50_us")
+		rtt.Value, rtt.Baseline = fmt.Sprintf("+%.0f us", us), fmt.Sprintf("naive gateway +%.0f us", naive)
+		rtt.Ratio, rtt.Met = ratio(us, naive), yesNo(us < 50)
+	} else {
+		rtt = na(rtt)
+	}
+	rows = append(rows, rtt)
+
 	// BenchmarkReconnectStorm's workload: 5,000 tokens, 20 ms per review,
 	// 16 in flight: 6.25 s if the bound is kept full.
 	const ideal = 5000 * 0.020 / 16
