@@ -27,11 +27,22 @@ import (
 // hit the shared stack: faults_test.go traces them.
 func (e *env) testTraceable(t *testing.T, f front) {
 	t.Run("token", func(t *testing.T) {
-		// A token whose signature verifies but TokenReview refuses: its
-		// Pod is gone. The refusal names the node of its claims.
+		// A token whose signature verifies but TokenReview refuses: it
+		// names a ServiceAccount UID that does not exist. The refusal
+		// names the node of its claims.
 		id := e.podAgent(t, peerName(f, "s10-token"))
-		fatalIf(t, e.cluster.DeletePodNow(context.Background(), stack.Namespace, id.pod.Name))
-		wantRefused(t, f.opts(id), http.StatusUnauthorized, contract.ReasonTokenInvalid)
+		ctx := context.Background()
+		sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(ctx, agentSA, metaGet)
+		fatalIf(t, err)
+		node, err := e.cluster.Client.CoreV1().Nodes().Get(ctx, id.peer, metaGet)
+		fatalIf(t, err)
+		sa.UID = "00000000-0000-4000-8000-000000000022"
+		tok, err := e.cluster.SignToken(stack.SignedTokenOptions{ServiceAccount: sa, Pod: id.pod, Node: node,
+			Audience: contract.DefaultAudience, IssuedAt: time.Now().Add(-time.Minute), Expiry: time.Now().Add(time.Hour)})
+		fatalIf(t, err)
+		o := f.opts(id)
+		o.TokenFile, o.Token = "", e.track(tok)
+		wantRefused(t, o, http.StatusUnauthorized, contract.ReasonTokenInvalid)
 		e.traced(t, f, "extauthz", id.peer, string(contract.ReasonTokenInvalid), string(contract.ReasonTokenInvalid))
 	})
 	t.Run("binding", func(t *testing.T) {

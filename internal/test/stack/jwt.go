@@ -18,6 +18,9 @@ import (
 type SignedTokenOptions struct {
 	ServiceAccount *corev1.ServiceAccount
 	Pod            *corev1.Pod // optional binding
+	// Node adds the node claim kube-apiserver puts in a Pod-bound token
+	// of a scheduled Pod (name and UID).
+	Node *corev1.Node
 	Audience       string
 	IssuedAt       time.Time
 	Expiry         time.Time
@@ -38,6 +41,9 @@ func (c *Cluster) SignToken(o SignedTokenOptions) (string, error) {
 	}
 	if o.Pod != nil {
 		k8s["pod"] = map[string]any{"name": o.Pod.Name, "uid": string(o.Pod.UID)}
+	}
+	if o.Node != nil {
+		k8s["node"] = map[string]any{"name": o.Node.Name, "uid": string(o.Node.UID)}
 	}
 	iss, key := Issuer, c.SAKey
 	if o.Issuer != "" {
