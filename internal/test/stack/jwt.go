@@ -20,10 +20,10 @@ type SignedTokenOptions struct {
 	Pod            *corev1.Pod // optional binding
 	// Node adds the node claim kube-apiserver puts in a Pod-bound token
 	// of a scheduled Pod (name and UID).
-	Node *corev1.Node
-	Audience       string
-	IssuedAt       time.Time
-	Expiry         time.Time
+	Node     *corev1.Node
+	Audience string
+	IssuedAt time.Time
+	Expiry   time.Time
 	// Issuer overrides the cluster's issuer (a token of another issuer).
 	Issuer string
 	// Key signs instead of the cluster's current key (a token of a key the
