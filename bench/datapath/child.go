@@ -154,7 +154,13 @@ type child struct {
 // startChild runs the test binary again as a gateway of role; env adds
 // KEY=value settings (childListenEnv, childCertEnv).
 func startChild(role, relayAddr string, env ...string) (*child, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	return startChildBin(os.Args[0], role, relayAddr, env...)
+}
+
+// startChildBin is startChild running bin, another build of this test
+// binary (an A/B of two bridge builds in one run).
+func startChildBin(bin, role, relayAddr string, env ...string) (*child, error) {
+	cmd := exec.Command(bin, "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(append(os.Environ(), ChildEnv+"="+relayAddr, childRoleEnv+"="+role), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

@@ -38,7 +38,8 @@ type rttPath struct {
 // whatever b.N is. WIREKUBE_BENCH_RTT_ROUNDS and WIREKUBE_BENCH_RTT_N
 // change the rounds (default 5) and round trips per round (2,000);
 // WIREKUBE_BENCH_RTT_EXTRA="name:KEY=value,..." adds a bridge child with
-// those environment settings.
+// those environment settings; a first setting BIN=path runs that build of
+// this test binary instead (the bridge before a change, side by side).
 func BenchmarkRoundTrip(b *testing.B) {
 	rounds, n := envInt("WIREKUBE_BENCH_RTT_ROUNDS", 5), envInt("WIREKUBE_BENCH_RTT_N", 2000)
 	relay, addr := startRelay(b)
@@ -51,7 +52,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if p.role == "" {
 			continue
 		}
-		c, err := startChild(p.role, addr, p.env...)
+		bin := os.Args[0]
+		if len(p.env) > 0 && strings.HasPrefix(p.env[0], "BIN=") {
+			bin, p.env = strings.TrimPrefix(p.env[0], "BIN="), p.env[1:]
+		}
+		c, err := startChildBin(bin, p.role, addr, p.env...)
 		if err != nil {
 			b.Fatal(err)
 		}
