@@ -80,7 +80,7 @@ func FindKubeBinaries(ctx context.Context, repoRoot string, out io.Writer) (Kube
 	if dir := os.Getenv(EnvKubebuilderAssets); dir != "" {
 		return checkBinaries(KubeBinaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd")})
 	}
-	unlock, err := lockBuildCache(repoRoot)
+	unlock, err := lockBuildCache(repoRoot, "kube")
 	if err != nil {
 		return KubeBinaries{}, fmt.Errorf("kube binaries: %w", err)
 	}

@@ -29,7 +29,7 @@ func FindTraefik(ctx context.Context, repoRoot string, out io.Writer) (string, e
 	if p := os.Getenv(EnvTraefik); p != "" {
 		return p, checkExecutable(p)
 	}
-	unlock, err := lockBuildCache(repoRoot)
+	unlock, err := lockBuildCache(repoRoot, "traefik")
 	if err != nil {
 		return "", fmt.Errorf("traefik: %w", err)
 	}
