@@ -93,25 +93,14 @@ bench: nginx ## Fixed-workload benchmarks with ratios against a same-run baselin
 
 .PHONY: nginx
 nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run it).
-	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
-		echo "installing nginx with apt-get (needs root)"; \
-		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -q && apt-get install -y -q nginx; }
+	@.ci/apt-install nginx
 
 .PHONY: e2e-packages
 # What the e2e suite runs besides nginx: Caddy (front matrix), Node and npm
 # (the ws client), Python websockets (the second independent client). The
-# distribution's services are not started (policy-rc.d), as for nginx.
+# distribution's services are not started (.ci/apt-install).
 e2e-packages: nginx ## Install caddy, nodejs, npm, python3-websockets from Debian when missing.
-	@need=""; command -v caddy >/dev/null || need="$$need caddy"; \
-		command -v node >/dev/null || need="$$need nodejs"; command -v npm >/dev/null || need="$$need npm"; \
-		/usr/bin/python3 -c 'import websockets' 2>/dev/null || need="$$need python3-websockets"; \
-		[ -z "$$need" ] || { echo "installing$$need with apt-get (needs root)"; \
-		export DEBIAN_FRONTEND=noninteractive; created=; \
-		[ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; \
-			chmod +x /usr/sbin/policy-rc.d; created=1; }; \
-		apt-get update -q && apt-get install -y -q $$need; rc=$$?; \
-		[ -z "$$created" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; }
+	@.ci/apt-install nginx caddy nodejs npm python3-websockets
 
 .PHONY: e2e
 e2e: build e2e-packages ## The end-to-end suite (real kube-apiserver, nginx, Caddy, Traefik, ws clients, binaries).

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // lockName is the one file of the state dir that survives a reset: it is
@@ -87,15 +89,8 @@ func execRunner(out io.Writer) runner {
 	}
 }
 
-// debianNginx is where Debian puts nginx; the harness looks on PATH and
-// here (not on a normal user's PATH).
-const debianNginx = "/usr/sbin/nginx"
-
 func haveNginx() bool {
-	if _, err := exec.LookPath("nginx"); err == nil {
-		return true
-	}
-	_, err := os.Stat(debianNginx)
+	_, err := stack.NginxBinary()
 	return err == nil
 }
 

@@ -22,13 +22,8 @@ import (
 // nginxBinary is the system nginx, or "" when there is none (the full-chain
 // rows then say so).
 func nginxBinary() string {
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	return ""
+	p, _ := stack.NginxBinary()
+	return p
 }
 
 // nginxFront is the shipped nginx/wirekube-relay.conf in front of a bridge,

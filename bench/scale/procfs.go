@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -98,8 +97,6 @@ func loadAverage() string {
 	}
 	return strings.Fields(string(b))[0]
 }
-
-func lookNginx() (string, error) { return exec.LookPath("nginx") }
 
 func tcpUp(ctx context.Context, addr string) error {
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)

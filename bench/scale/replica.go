@@ -129,9 +129,9 @@ http {
 	if err := os.WriteFile(conf, []byte(main), 0o644); err != nil {
 		return nil, err
 	}
-	bin := "/usr/sbin/nginx"
-	if p, err := lookNginx(); err == nil {
-		bin = p
+	bin, err := stack.NginxBinary()
+	if err != nil {
+		return nil, err
 	}
 	p, err := procs.Start(name, bin, "-p", dir, "-c", conf, "-g", "daemon off;")
 	if err != nil {

@@ -134,7 +134,7 @@ func splitList(s string) []string {
 // StartIngressNginx runs Debian's nginx with the rendering of the example
 // Ingress and waits until it listens.
 func StartIngressNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o FrontOptions) (*Proc, error) {
-	bin, err := lookBin("nginx", "/usr/sbin/nginx")
+	bin, err := NginxBinary()
 	if err != nil {
 		return nil, fmt.Errorf("nginx (apt-get install nginx): %w", err)
 	}

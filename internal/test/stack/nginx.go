@@ -66,15 +66,17 @@ func bridgeServers(o NginxOptions) string {
 	return b.String()
 }
 
+// NginxBinary is the system nginx: the one on PATH, else Debian's
+// /usr/sbin/nginx (off a normal user's PATH). Everything that runs nginx
+// looks it up here; .ci/apt-install is its shell twin.
+func NginxBinary() (string, error) { return lookBin("nginx", "/usr/sbin/nginx") }
+
 // StartNginx runs the system nginx with its own prefix, config and pid file
 // in dir, in the foreground, so it is stopped by PID like the others.
 func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o NginxOptions) (*Proc, error) {
-	bin, err := exec.LookPath("nginx")
+	bin, err := NginxBinary()
 	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
-			return nil, fmt.Errorf("nginx not found (apt-get install nginx): %w", err)
-		}
-		bin = "/usr/sbin/nginx"
+		return nil, fmt.Errorf("%w (make nginx)", err)
 	}
 	shipped, err := os.ReadFile(filepath.Join(repoRoot, NginxConfigPath))
 	if err != nil {
