@@ -346,6 +346,8 @@ func revokedClose(r contract.Reason) *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyInvalid, nil)
 	case contract.ClosePeerKeyChanged:
 		return closeWith(websocket.ClosePolicyViolation, contract.ClosePeerKeyChanged, nil)
+	case contract.ReasonPeerKeyDuplicate:
+		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyDuplicate, nil)
 	}
 	return closeWith(websocket.ClosePolicyViolation, contract.CloseRevoked, fmt.Errorf("extauthz reason %q", r))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -38,6 +39,7 @@ func (e *env) testBindingRules(t *testing.T, f front) {
 		wantClose(t, c, websocket.ClosePolicyViolation, contract.ReasonNodeMismatch, revocationBound)
 		waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonNodeMismatch, deleted)
 	})
+	t.Run("secret_bound_token_refused", func(t *testing.T) { e.testSecretBound(t, f) })
 	t.Run("per_peer_pod_bound_node_deleted", func(t *testing.T) {
 		id := e.peerPodIdentity(t, peerName(f, "b-peernode"))
 		c := session(t, f, id)
@@ -64,4 +66,19 @@ func (e *env) peerPodIdentity(t *testing.T, peer string) identity {
 	id.token = e.tokenFor(t, stack.Namespace, sa.Name, stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
 	return id
+}
+
+// testSecretBound: a real Secret-bound token of a per-peer ServiceAccount
+// (which kube-apiserver accepts) is refused on the relay path.
+func (e *env) testSecretBound(t *testing.T, f front) {
+	ctx := context.Background()
+	id := e.peerSAIdentity(t, peerName(f, "b-secret"), true, "")
+	sec, err := e.cluster.Client.CoreV1().Secrets(stack.Namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bound-" + id.peer}}, metav1.CreateOptions{})
+	fatalIf(t, err)
+	tok := e.tokenFor(t, stack.Namespace, id.sa.Name, stack.TokenOptions{BoundKind: "Secret", BoundName: sec.Name, BoundUID: string(sec.UID)})
+	if st := e.review(t, tok); !st.Authenticated {
+		t.Fatalf("kube-apiserver does not accept the Secret-bound token: %+v", st)
+	}
+	wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonTokenSecretBound)
 }

@@ -66,6 +66,11 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
+	if dup, ok := d.Objects.(interface{ DuplicatePeerKeys() int }); ok {
+		if err := registerPeerKeyMetrics(d.Registry, dup.DuplicatePeerKeys); err != nil {
+			return nil, fmt.Errorf("extauthz metrics: %w", err)
+		}
+	}
 	o := &outage{gauge: m.reviewOutage.Set}
 	rv, err = newReviewer(d.Reviews, cfg, d.Now, m, o)
 	if err != nil {

@@ -106,6 +106,7 @@ func (e *env) tokens() map[string]string {
 		"peer-empty-suffix": peer("", "uid-x"),
 		"peer-missing":      peer("node-c", "uid-sa-peer-c"),
 		"peer-bad-key":      peer("node-bad", "uid-sa-peer-bad"),
+		"peer-dup-key":      peer("node-m", "uid-sa-peer-m"),
 		"stranger":          e.answer(static(saStatus("default", "stranger", "uid-sa-stranger", nil))),
 		"user":              e.answer(static(user)),
 		"prometheus":        e.answer(static(saStatus("monitoring", "prometheus", "uid-sa-prom", nil))),
@@ -139,6 +140,9 @@ func (e *env) forgedTokens() map[string]string {
 	out["sub-repeated"] = e.answerToken(signRaw(ambiguousPayload(exp, `,"sub":"system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b"`)), podA)
 	out["pod-name-case-variant"] = e.answerToken(signRaw(strings.Replace(ambiguousPayload(exp, ""),
 		`"pod":{"name":"agent-a"`, `"pod":{"name":"agent-a","Name":"agent-b"`, 1)), podA)
+	secret := agentSpec(e)
+	secret.pod, secret.node, secret.secret = nil, nil, &ref{"relay-token", "uid-secret"}
+	out["secret-bound"] = e.answerToken(secret.sign(), podA)
 	out["unambiguous-raw"] = e.answerToken(signRaw(ambiguousPayload(exp, "")), podA)
 	out["expired"] = e.answerToken(tokenSpec{aud: aud, exp: e.clock.Now().Add(-time.Second)}.sign(), podA)
 	return out
@@ -217,6 +221,7 @@ func checkCases() []checkCase {
 		{name: "signed, exp claim twice", req: relay("exp-repeated"), reason: contract.ReasonTokenMalformed},
 		{name: "signed, sub claim twice", req: relay("sub-repeated"), reason: contract.ReasonTokenMalformed},
 		{name: "signed, pod name and Name", req: relay("pod-name-case-variant"), reason: contract.ReasonTokenMalformed},
+		{name: "secret-bound token", req: relay("secret-bound"), reason: contract.ReasonTokenSecretBound},
 		{name: "signed raw payload, unambiguous", req: relay("unambiguous-raw"), peer: "node-a"},
 		{name: "forged: random signature, only an exp claim", req: relay("exp-claim-only"), reason: contract.ReasonTokenSignatureInvalid},
 		{name: "forged: signed by another key, known kid", req: relay("other-key"), reason: contract.ReasonTokenSignatureInvalid},
@@ -256,6 +261,7 @@ func checkCases() []checkCase {
 		{name: "not a ServiceAccount", req: relay("user"), reason: contract.ReasonIdentityNotAllowed},
 		{name: "WireKubePeer missing", req: relay("peer-missing"), reason: contract.ReasonPeerNotFound},
 		{name: "WireKubePeer key of 31 bytes", req: relay("peer-bad-key"), reason: contract.ReasonPeerKeyInvalid},
+		{name: "WireKubePeer key held by another WireKubePeer too", req: relay("peer-dup-key"), reason: contract.ReasonPeerKeyDuplicate},
 		{name: "authn-only path, allowlisted", req: target("GET", "/metrics", "prometheus")},
 		{name: "authn-only path below prefix, POST allowed", req: target("POST", "/metrics/x?y=1", "prometheus")},
 		{name: "authn-only path, agent not allowlisted", req: target("GET", "/metrics", "agent-pod"), reason: contract.ReasonIdentityNotAllowed},
@@ -318,7 +324,7 @@ func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer, expires strin
 	}
 	want := map[string]string{
 		contract.HeaderPeer:      peer,
-		contract.HeaderPublicKey: peerKeyB64,
+		contract.HeaderPublicKey: fixtureKeys[peer],
 	}
 	if _, err := time.Parse(time.RFC3339, got[contract.HeaderTokenExpires]); err != nil || (expires != "" && got[contract.HeaderTokenExpires] != expires) {
 		t.Errorf("%s = %q, want RFC 3339 %q", contract.HeaderTokenExpires, got[contract.HeaderTokenExpires], expires)

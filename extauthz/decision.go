@@ -135,6 +135,9 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 		return Decision{Reason: reason, Detail: detail}
 	}
 	claims := ver.claims
+	if kind == pathRelay && claims.secretBound() {
+		return deny(contract.ReasonTokenSecretBound) // before any TokenReview is spent on it
+	}
 	// The expiry of the verified claims (checkClaims requires one): it
 	// bounds the cache entry and becomes X-WireKube-Token-Expires.
 	exp := claims.Expiry.Time().UTC()
@@ -258,6 +261,7 @@ func Reasons() []contract.Reason {
 		contract.ReasonTokenNotBound, contract.ReasonPodNotFound, contract.ReasonPodUIDMismatch,
 		contract.ReasonPodServiceAccountMismatch, contract.ReasonPodNotScheduled, contract.ReasonNodeMismatch,
 		contract.ReasonServiceAccountNotFound, contract.ReasonIdentityNotAllowed,
-		contract.ReasonPeerNotFound, contract.ReasonPeerKeyInvalid,
+		contract.ReasonPeerNotFound, contract.ReasonPeerKeyInvalid, contract.ReasonTokenSecretBound,
+		contract.ReasonPeerKeyDuplicate,
 	}
 }

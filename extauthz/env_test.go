@@ -121,8 +121,16 @@ const (
 	podAUID    = "uid-pod-a"
 )
 
-// peerKeyB64 is node-a's WireGuard public key in the fixtures.
-var peerKeyB64 = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+// peerKeyB64 is node-a's WireGuard public key in the fixtures, peerKeyBB64
+// node-b's; node-gone and node-m share one (peer_key_duplicate).
+var (
+	peerKeyB64  = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	peerKeyBB64 = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
+	dupKeyB64   = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+)
+
+// fixtureKeys are the keys of the fixture peers an allow answer names.
+var fixtureKeys = map[string]string{"node-a": peerKeyB64, "node-b": peerKeyBB64}
 
 func fixtureObjects() []runtime.Object {
 	sa := func(ns, name, uid string) *corev1.ServiceAccount {
@@ -141,6 +149,7 @@ func fixtureObjects() []runtime.Object {
 		sa("wirekube-system", "wirekube-relay-peer-node-b", "uid-sa-peer-b"),
 		sa("wirekube-system", "wirekube-relay-peer-node-c", "uid-sa-peer-c"),
 		sa("wirekube-system", "wirekube-relay-peer-node-bad", "uid-sa-peer-bad"),
+		sa("wirekube-system", "wirekube-relay-peer-node-m", "uid-sa-peer-m"),
 		sa("monitoring", "prometheus", "uid-sa-prom"),
 		sa("default", "stranger", "uid-sa-stranger"),
 		pod("agent-a", podAUID, "wirekube-agent", "node-a"),
@@ -223,9 +232,9 @@ func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer
 	scheme := runtime.NewScheme()
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{PeerGVR: "WireKubePeerList"},
-		peerObject("node-a", peerKeyB64), peerObject("node-b", peerKeyB64),
+		peerObject("node-a", peerKeyB64), peerObject("node-b", peerKeyBB64), peerObject("node-m", dupKeyB64),
 		peerObject("node-bad", base64.StdEncoding.EncodeToString(make([]byte, 31))),
-		peerObject("node-gone", base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))))
+		peerObject("node-gone", dupKeyB64))
 	e.client.PrependReactor("create", "tokenreviews", e.react)
 	cfg, err := opts.Complete()
 	must(t, err)

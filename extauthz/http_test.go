@@ -133,7 +133,7 @@ func assertHTTPIdentity(t *testing.T, h http.Header, status int, peer string) {
 			t.Errorf("authn-only headers: %v", h)
 		}
 	default:
-		if h.Get(contract.HeaderPeer) != peer || h.Get(contract.HeaderPublicKey) != peerKeyB64 ||
+		if h.Get(contract.HeaderPeer) != peer || h.Get(contract.HeaderPublicKey) != fixtureKeys[peer] ||
 			h.Get(contract.HeaderTokenExpires) == "" || h.Get("X-Envoy-Auth-Headers-To-Remove") != "authorization" {
 			t.Errorf("allow headers: %v", h)
 		}

@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,9 @@ type Objects interface {
 	Node(name string) (*corev1.Node, bool)
 	// PeerKey returns spec.publicKey of the WireKubePeer named name.
 	PeerKey(name string) (string, bool)
+	// PeersWithKey returns the names of the WireKubePeers whose
+	// spec.publicKey is key (std base64 of 32 bytes, canonical form).
+	PeersWithKey(key string) []string
 }
 
 const saUserPrefix = "system:serviceaccount:"
@@ -83,6 +87,12 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	return a.peerDecision(peer, node, rv, exp)
 }
 
+// secretBound reports a token bound to a Secret (verified claims). Such a
+// token is refused on the relay path: TokenReview ends it when its Secret
+// is deleted, but extauthz cannot see that (it may not read Secrets), so a
+// cached review or a live session would outlive the Secret.
+func (c *tokenClaims) secretBound() bool { return c.Kubernetes.Secret != nil }
+
 // checkBound checks the objects a token is bound to against the informers:
 // the Pod (same UID, running under the token's ServiceAccount, scheduled,
 // on the Node the token names) and the Node (existing, with the UID the
@@ -137,6 +147,13 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 	if err != nil {
 		return Decision{Reason: contract.ReasonPeerKeyInvalid, Peer: peer}
 	}
+	if others := otherHolders(a.objects.PeersWithKey(key.Base64()), peer); len(others) > 0 {
+		// Any agent may write any WireKubePeer (docs/spec.md#agent): a key in
+		// two peers is vouched for by neither, or one node could take over
+		// another's relay traffic by copying its key.
+		return Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: key.Fingerprint(),
+			Detail: "key also in WireKubePeer " + strings.Join(others, ",")}
+	}
 	return Decision{
 		Peer:           peer,
 		KeyFingerprint: key.Fingerprint(),
@@ -148,6 +165,19 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 			{contract.HeaderBinding, bindingOf(rv, node, peer, key).Format()},
 		},
 	}
+}
+
+// otherHolders returns the peers of holders other than peer, sorted, at
+// most 4 (for the log line).
+func otherHolders(holders []string, peer string) []string {
+	var out []string
+	for _, h := range holders {
+		if h != peer {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), 4)]
 }
 
 // allowListed applies the --authn-only-path rule: an allowlisted, still

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // PeerGVR is the WireKubePeer resource (cluster-scoped).
@@ -64,6 +66,9 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	}
 	if in.peers, err = in.add(listWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
 		return nil, err
+	}
+	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
+		return nil, fmt.Errorf("WireKubePeer key index: %w", err)
 	}
 	return in, nil
 }
@@ -176,6 +181,60 @@ func (in *Informers) PeerKey(name string) (string, bool) {
 		return "", true
 	}
 	return key, true
+}
+
+// peerKeyIndex indexes WireKubePeers by their key in canonical std base64
+// (a peer whose spec.publicKey is no key is not indexed).
+const peerKeyIndex = "publicKey"
+
+func peerKeyIndexFunc(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	k, ok := peerKeyOf(u)
+	if !ok {
+		return nil, nil
+	}
+	return []string{k.Base64()}, nil
+}
+
+// peerKeyOf is the parsed spec.publicKey of a WireKubePeer.
+func peerKeyOf(u *unstructured.Unstructured) (relayproto.Key, bool) {
+	raw, found, err := unstructured.NestedString(u.Object, "spec", "publicKey")
+	if err != nil || !found {
+		return relayproto.Key{}, false
+	}
+	k, err := relayproto.ParseKey(raw)
+	return k, err == nil
+}
+
+// PeersWithKey implements Objects.
+func (in *Informers) PeersWithKey(key string) []string {
+	objs, err := in.peers.GetIndexer().ByIndex(peerKeyIndex, key)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			names = append(names, u.GetName())
+		}
+	}
+	return names
+}
+
+// DuplicatePeerKeys counts the keys held by more than one WireKubePeer
+// (the wirekube_extauthz_peer_keys_duplicate gauge).
+func (in *Informers) DuplicatePeerKeys() int {
+	idx := in.peers.GetIndexer()
+	n := 0
+	for _, k := range idx.ListIndexFuncValues(peerKeyIndex) {
+		if objs, err := idx.ByIndex(peerKeyIndex, k); err == nil && len(objs) > 1 {
+			n++
+		}
+	}
+	return n
 }
 
 // slimObject is the informer transform: it keeps only the fields the

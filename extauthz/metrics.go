@@ -162,3 +162,12 @@ func newWatchMetrics(reg prometheus.Registerer, counts func() (int, int)) (*watc
 	}
 	return m, nil
 }
+
+// registerPeerKeyMetrics registers wirekube_extauthz_peer_keys_duplicate,
+// read from dup at scrape time (the informers' key index).
+func registerPeerKeyMetrics(reg prometheus.Registerer, dup func() int) error {
+	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "peer_keys_duplicate",
+		Help: "Public keys held by more than one WireKubePeer (each refused with peer_key_duplicate).",
+	}, func() float64 { return float64(dup()) }))
+}

@@ -1,6 +1,8 @@
 package extauthz
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -57,7 +59,7 @@ func (a *Authorizer) rejudge(b revocation.Binding) contract.Reason {
 // bindingKeys are the informer keys whose change can end binding b (see
 // objectKey): its ServiceAccount, Pod, Node and WireKubePeer.
 func bindingKeys(b revocation.Binding) []string {
-	keys := make([]string, 0, 4)
+	keys := make([]string, 0, 5)
 	sa, ok := parseSAUsername(b.Identity)
 	if ok {
 		keys = append(keys, objectKey(kindSA, sa.ns, sa.name))
@@ -68,8 +70,14 @@ func bindingKeys(b revocation.Binding) []string {
 	if b.NodeName != "" {
 		keys = append(keys, objectKey(kindNode, "", b.NodeName))
 	}
-	return append(keys, objectKey(kindPeer, "", b.Peer))
+	// The key too: another WireKubePeer taking this key (peer_key_duplicate)
+	// changes no object the binding names.
+	return append(keys, objectKey(kindPeer, "", b.Peer), keyHashKey(b.KeySHA256))
 }
+
+// keyHashKey is the watch index key of a public key, by its SHA-256 as a
+// binding holds it.
+func keyHashKey(h [sha256.Size]byte) string { return objectKey(kindKey, "", hex.EncodeToString(h[:])) }
 
 // Object kinds of the watch index.
 const (
@@ -77,6 +85,7 @@ const (
 	kindSA   = "sa"
 	kindNode = "node"
 	kindPeer = "peer"
+	kindKey  = "key" // a public key held by a WireKubePeer
 )
 
 // objectKey names one watched object in the watch index.

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
 // OnChange calls f with the watch index key (objectKey) of every Pod,
@@ -29,7 +32,31 @@ func (in *Informers) OnChange(f func(key string)) error {
 			return fmt.Errorf("informers: %s event handler: %w", i.kind, err)
 		}
 	}
+	if _, err := in.peers.AddEventHandler(peerKeyHandler(f)); err != nil {
+		return fmt.Errorf("informers: peer key event handler: %w", err)
+	}
 	return nil
+}
+
+// peerKeyHandler marks the keys a WireKubePeer held before and holds after
+// a change: bindings of other peers with that key are re-judged (a key that
+// became, or stopped being, held twice).
+func peerKeyHandler(f func(string)) cache.ResourceEventHandler {
+	notify := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if k, ok := peerKeyOf(u); ok {
+				f(keyHashKey(revocation.KeyHash(k[:])))
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(old, obj any) { notify(old); notify(obj) },
+		DeleteFunc: notify,
+	}
 }
 
 func changeHandler(kind string, f func(string)) cache.ResourceEventHandler {

@@ -22,7 +22,10 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-var fixtureKey = relayproto.Key(bytes.Repeat([]byte{7}, 32))
+var (
+	fixtureKey  = relayproto.Key(bytes.Repeat([]byte{7}, 32)) // node-a's
+	fixtureKeyB = relayproto.Key(bytes.Repeat([]byte{5}, 32)) // node-b's
+)
 
 func podBinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
@@ -36,7 +39,7 @@ func nodeBinding() revocation.Binding {
 
 func peerSABinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
-		uid: "uid-sa-peer-b"}, "", "node-b", fixtureKey)
+		uid: "uid-sa-peer-b"}, "", "node-b", fixtureKeyB)
 }
 
 // peerPodBinding is a per-peer ServiceAccount's Pod-bound token (Pod
@@ -44,7 +47,7 @@ func peerSABinding() revocation.Binding {
 func peerPodBinding() revocation.Binding {
 	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
 		uid: "uid-sa-peer-b", podName: "peer-b-pod", podUID: "uid-pod-peer-b", nodeName: "node-a", nodeUID: nodeAUID},
-		"node-a", "node-b", fixtureKey)
+		"node-a", "node-b", fixtureKeyB)
 }
 
 // podNoNodeBinding is a Pod-bound agent token that names no Node (API
@@ -238,4 +241,59 @@ func TestWatchStream(t *testing.T) {
 	if got := c.until(2); len(got) != 0 {
 		t.Fatalf("sentinel revoked: %+v", got)
 	}
+}
+
+// TestKeySquatting: node-b's WireKubePeer takes node-a's key (any agent may
+// write any WireKubePeer). node-a's live binding, which names no object
+// node-b's change touched, is revoked with peer_key_duplicate through the
+// key index, node-b's too; both are refused at the next check, and the
+// duplicate-key gauge counts the key.
+func TestKeySquatting(t *testing.T) {
+	e := newEnv(t, nil)
+	c := startWatch(t, e)
+	c.send(
+		revocation.Op{Kind: revocation.KindAdd, ID: 1, Binding: podBinding().Format()},
+		revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: peerSABinding().Format()},
+		revocation.Op{Kind: revocation.KindSynced, ID: 1},
+	)
+	if got := c.until(1); len(got) != 0 {
+		t.Fatalf("revoked before the change: %+v", got)
+	}
+	if n := duplicateGauge(t, e); n != 1 { // node-m and node-gone share a key in the fixtures
+		t.Fatalf("peer_keys_duplicate = %v before, want 1", n)
+	}
+	_, err := e.dyn.Resource(PeerGVR).Update(context.Background(), peerObject("node-b", peerKeyB64), metav1.UpdateOptions{})
+	must(t, err)
+	got := map[uint64]string{}
+	for len(got) < 2 {
+		ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+		must(t, err)
+		for _, op := range ops {
+			got[op.ID] = op.Reason
+		}
+	}
+	want := string(contract.ReasonPeerKeyDuplicate)
+	if got[1] != want || got[2] != want {
+		t.Fatalf("revocations after node-b took node-a's key: %v, want both %s", got, want)
+	}
+	if n := duplicateGauge(t, e); n != 2 {
+		t.Errorf("peer_keys_duplicate = %v after, want 2", n)
+	}
+	tok := e.tokens()
+	for _, id := range []string{"agent-pod", "peer-sa"} {
+		wantReason(t, e.check(t, tok[id]), contract.ReasonPeerKeyDuplicate)
+	}
+}
+
+func duplicateGauge(t *testing.T, e *env) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "wirekube_extauthz_peer_keys_duplicate" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no wirekube_extauthz_peer_keys_duplicate")
+	return 0
 }

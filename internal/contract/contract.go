@@ -92,6 +92,16 @@ const (
 	ReasonPeerNotFound              Reason = "peer_not_found"
 	ReasonPeerKeyInvalid            Reason = "peer_key_invalid"
 	ReasonIdentityHeaderInvalid     Reason = "identity_header_invalid"
+	// ReasonTokenSecretBound: a token bound to a Secret (issue 20). The
+	// gateway cannot follow Secrets (extauthz may not read them), so it
+	// could not end a session when the Secret is deleted: refused on the
+	// relay path (docs/revocation.md#identities).
+	ReasonTokenSecretBound Reason = "token_secret_bound"
+	// ReasonPeerKeyDuplicate: the peer's spec.publicKey is also the key of
+	// another WireKubePeer (issue 20). Every agent may write every
+	// WireKubePeer, so a copied key is vouched for by neither peer: both
+	// are refused, and their live sessions closed, until one key changes.
+	ReasonPeerKeyDuplicate Reason = "peer_key_duplicate"
 
 	// 503: fail closed, retryable.
 	ReasonReviewUnavailable Reason = "review_unavailable"
@@ -152,7 +162,7 @@ const (
 // reuses the deny reason of the rule that no longer holds: pod_not_found,
 // pod_uid_mismatch, pod_service_account_mismatch, pod_not_scheduled,
 // node_mismatch, service_account_not_found, identity_not_allowed,
-// token_not_bound, peer_not_found, peer_key_invalid.
+// token_not_bound, peer_not_found, peer_key_invalid, peer_key_duplicate.
 const (
 	CloseTokenExpired    Reason = "token_expired"         // the token's exp (+ --token-expiry-grace) passed
 	ClosePeerKeyChanged  Reason = "peer_key_changed"      // the WireKubePeer's spec.publicKey is another key now

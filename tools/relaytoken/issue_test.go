@@ -286,3 +286,27 @@ func TestIssueValidateReportsEveryProblem(t *testing.T) {
 		t.Errorf("exit %d, want 2 (usage)", ExitCode(err))
 	}
 }
+
+// TestIssueRequestsAnUnboundToken: the token is bound to no object, least
+// of all the Secret it is stored in. The gateway refuses Secret-bound tokens
+// (token_secret_bound: it cannot follow Secrets); an unbound token of the
+// dedicated ServiceAccount is revoked by `revoke`, which deletes the
+// ServiceAccount (docs/revocation.md#identities).
+func TestIssueRequestsAnUnboundToken(t *testing.T) {
+	fc := newFakeCluster(t, []string{"node-a"})
+	var bound []*authenticationv1.BoundObjectReference
+	fc.core.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if tr, ok := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest); ok && a.GetSubresource() == "token" {
+			bound = append(bound, tr.Spec.BoundObjectRef)
+		}
+		return false, nil, nil
+	})
+	for _, dest := range [][]string{{"--secret", "s"}, {"--token-file", filepath.Join(t.TempDir(), "tok")}} {
+		if _, _, err := fc.run(t, append([]string{"issue", "--peer", "node-a"}, dest...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bound) != 2 || bound[0] != nil || bound[1] != nil {
+		t.Fatalf("token requests bound to %v, want 2 unbound requests", bound)
+	}
+}
