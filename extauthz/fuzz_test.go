@@ -88,8 +88,6 @@ func TestCheckPayload(t *testing.T) {
 	}
 }
 
-func b64json(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
 func TestCheckClaimNames(t *testing.T) {
 	tests := []struct {
 		name    string
