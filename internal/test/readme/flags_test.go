@@ -114,15 +114,10 @@ func sameDefault(row, def string) bool {
 	return false
 }
 
-func TestReadmeDocumentsEveryFlag(t *testing.T) {
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// binaryFlags builds the binaries and returns the flags each one's -h
+// lists, by binary name.
+func binaryFlags(t *testing.T, root string) map[string][]flagDoc {
+	t.Helper()
 	bin := t.TempDir()
 	args := []string{"build", "-o", bin + string(filepath.Separator)}
 	for _, b := range binaries {
@@ -133,29 +128,85 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	all := map[string][]flagDoc{}
+	for _, b := range binaries {
+		for _, h := range b.help {
+			out, _ := exec.Command(filepath.Join(bin, b.name), h...).CombinedOutput()
+			all[b.name] = append(all[b.name], parseHelp(string(out))...)
+		}
+		if len(all[b.name]) == 0 {
+			t.Fatalf("no flags parsed from %s -h", b.name)
+		}
+	}
+	return all
+}
+
+func TestReadmeDocumentsEveryFlag(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := binaryFlags(t, root)
 	for _, b := range binaries {
 		t.Run(b.name, func(t *testing.T) {
 			sec := section(string(readme), b.name)
 			if sec == "" {
 				t.Fatalf("README has no section ### `%s`", b.name)
 			}
-			var flags []flagDoc
-			for _, h := range b.help {
-				out, _ := exec.Command(filepath.Join(bin, b.name), h...).CombinedOutput()
-				flags = append(flags, parseHelp(string(out))...)
-			}
-			if len(flags) == 0 {
-				t.Fatalf("no flags parsed from %s -h", b.name)
-			}
-			for _, f := range flags {
-				row := rowFor(sec, f.name)
-				switch {
-				case row == "":
-					t.Errorf("README section %s lacks a row for --%s", b.name, f.name)
-				case f.def != "" && !sameDefault(row, f.def):
-					t.Errorf("README row for --%s does not show its default %q: %s", f.name, f.def, row)
-				}
-			}
+			checkFlagRows(t, "README section "+b.name, sec, all[b.name])
 		})
+	}
+}
+
+// docPages are the docs/ pages whose flag table is their binary's: every
+// flag has a row showing its default, and every flag row names a flag.
+var docPages = []struct{ page, binary string }{
+	{"docs/bridge.md", "wirekube-bridge"},
+	{"docs/extauthz.md", "wirekube-extauthz"},
+}
+
+func TestDocsFlagTablesMatchTheFlagSets(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := binaryFlags(t, root)
+	for _, d := range docPages {
+		t.Run(d.page, func(t *testing.T) {
+			page, err := os.ReadFile(filepath.Join(root, d.page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkFlagRows(t, d.page, string(page), all[d.binary])
+		})
+	}
+}
+
+// flagRow is a table row whose first cell is a flag: | `--name` | ...
+var flagRow = regexp.MustCompile("(?m)^\\| `--?([a-zA-Z0-9-]+)`")
+
+// checkFlagRows holds the rows of text to flags both ways: a row with its
+// default for each flag, and a flag for each flag row.
+func checkFlagRows(t *testing.T, where, text string, flags []flagDoc) {
+	t.Helper()
+	known := map[string]bool{}
+	for _, f := range flags {
+		known[f.name] = true
+		row := rowFor(text, f.name)
+		switch {
+		case row == "":
+			t.Errorf("%s lacks a row for --%s", where, f.name)
+		case f.def != "" && !sameDefault(row, f.def):
+			t.Errorf("%s: the row for --%s does not show its default %q: %s", where, f.name, f.def, row)
+		}
+	}
+	for _, m := range flagRow.FindAllStringSubmatch(text, -1) {
+		if !known[m[1]] {
+			t.Errorf("%s has a row for --%s, which is no flag", where, m[1])
+		}
 	}
 }
