@@ -3,6 +3,9 @@ package extauthz
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -360,8 +363,10 @@ func assertDenied(t *testing.T, resp *authv3.CheckResponse, reason contract.Reas
 	if int(d.GetStatus().GetCode()) != status {
 		t.Errorf("http status %d, want %d", d.GetStatus().GetCode(), status)
 	}
-	if want := grpcCode(status); codes.Code(resp.GetStatus().GetCode()) != want {
-		t.Errorf("grpc code %v, want %v", codes.Code(resp.GetStatus().GetCode()), want)
+	if want, ok := specGRPCCodes(t)[status]; !ok {
+		t.Errorf("docs/spec.md names no gRPC code for HTTP status %d", status)
+	} else if got := codes.Code(resp.GetStatus().GetCode()); got.String() != want {
+		t.Errorf("grpc code %v, want %s (docs/spec.md)", got, want)
 	}
 	if (hdr["WWW-Authenticate"] == "Bearer") != (status == 401) {
 		t.Errorf("WWW-Authenticate = %q with status %d", hdr["WWW-Authenticate"], status)
@@ -385,4 +390,36 @@ func TestCheckCoversEveryReason(t *testing.T) {
 			t.Errorf("no Check case for %s", r)
 		}
 	}
+}
+
+// specGRPCCodes reads the gRPC status.code of each deny status from
+// docs/spec.md ("sets `status.code` to `INVALID_ARGUMENT` (400), ..."), so
+// the expected codes are written down apart from grpcCode. The names are
+// gRPC's canonical upper-case names; codes.Code.String spells them in
+// CamelCase.
+func specGRPCCodes(t *testing.T) map[int]string {
+	t.Helper()
+	spec, err := os.ReadFile("../docs/spec.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(spec)), " ")
+	i := strings.Index(text, "sets `status.code` to")
+	if i < 0 {
+		t.Fatal("docs/spec.md: no sentence on status.code")
+	}
+	sentence, _, _ := strings.Cut(text[i:], ";")
+	out := map[int]string{}
+	for _, m := range regexp.MustCompile("`([A-Z_]+)` \\((\\d{3})\\)").FindAllStringSubmatch(sentence, -1) {
+		st, _ := strconv.Atoi(m[2])
+		camel := ""
+		for _, w := range strings.Split(strings.ToLower(m[1]), "_") {
+			camel += strings.ToUpper(w[:1]) + w[1:]
+		}
+		out[st] = camel
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/spec.md: no gRPC codes parsed")
+	}
+	return out
 }
