@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
@@ -71,4 +72,16 @@ func (e *env) auditMarker(t *testing.T) string {
 		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "audit-marker"}}, metav1.CreateOptions{})
 	fatalIf(t, err)
 	return cfg.UserAgent
+}
+
+// wantRefusedWithoutReview is wantRefused for a token refused before any
+// API call (a ServiceAccount no rule admits): kube-apiserver's audit log
+// records no TokenReview for it.
+func (e *env) wantRefusedWithoutReview(t *testing.T, o agentOptions, status int, reason contract.Reason) {
+	t.Helper()
+	before := e.tokenReviews(t)
+	wantRefused(t, o, status, reason)
+	if n := e.tokenReviews(t) - before; n != 0 {
+		t.Errorf("%d TokenReviews for a token no rule admits, want 0", n)
+	}
 }

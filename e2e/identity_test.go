@@ -28,7 +28,7 @@ func (e *env) testIdentity(t *testing.T, f front) {
 		fatalIf(t, err)
 		fatalIf(t, e.cluster.CreatePeer(ctx, node, e.newKey(t).Base64()))
 		tok := e.tokenFor(t, stack.Namespace, "wirekube-other", stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
-		wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
+		e.wantRefusedWithoutReview(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
 	})
 	t.Run("agent_name_in_wrong_namespace", func(t *testing.T) {
 		node := peerName(f, "s3-elsewhere")
@@ -38,7 +38,7 @@ func (e *env) testIdentity(t *testing.T, f front) {
 		fatalIf(t, err)
 		fatalIf(t, e.cluster.CreatePeer(ctx, node, e.newKey(t).Base64()))
 		tok := e.tokenFor(t, "wirekube-elsewhere", agentSA, stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
-		wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
+		e.wantRefusedWithoutReview(t, f.withToken(tok), http.StatusForbidden, contract.ReasonIdentityNotAllowed)
 	})
 	t.Run("unbound_agent_token", func(t *testing.T) {
 		tok := e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{})

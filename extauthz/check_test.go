@@ -112,7 +112,8 @@ func (e *env) tokens() map[string]string {
 		"peer-dup-key":      peer("node-m", "uid-sa-peer-m"),
 		"stranger":          e.answer(static(saStatus("default", "stranger", "uid-sa-stranger", nil))),
 		"user":              e.answer(static(user)),
-		"prometheus":        e.answer(static(saStatus("monitoring", "prometheus", "uid-sa-prom", nil))),
+		"prometheus":        e.answerToken(promSpec(e).sign(), static(saStatus("monitoring", "prometheus", "uid-sa-prom", nil))),
+		"prom-invalid":      e.answerToken(promSpec(e).sign(), static(authnv1.TokenReviewStatus{Error: "token has expired"})),
 		"audience":          e.answer(static(wrongAud)),
 		"invalid":           e.answer(static(authnv1.TokenReviewStatus{Error: "token has expired"})),
 		"aud-other":         e.answerToken(newTokenAud(e.clock.Now().Add(time.Hour), `"https://kubernetes.default.svc"`), static(rejected)),
@@ -268,7 +269,7 @@ func checkCases() []checkCase {
 		{name: "authn-only path, allowlisted", req: target("GET", "/metrics", "prometheus")},
 		{name: "authn-only path below prefix, POST allowed", req: target("POST", "/metrics/x?y=1", "prometheus")},
 		{name: "authn-only path, agent not allowlisted", req: target("GET", "/metrics", "agent-pod"), reason: contract.ReasonIdentityNotAllowed},
-		{name: "authn-only path, invalid token", req: target("GET", "/metrics", "invalid"), reason: contract.ReasonTokenInvalid},
+		{name: "authn-only path, invalid token", req: target("GET", "/metrics", "prom-invalid"), reason: contract.ReasonTokenInvalid},
 		{name: "authn-only path, origin not allowed", req: func(tok map[string]string) *authv3.CheckRequest {
 			return checkRequest("GET", "/metrics", tok["prometheus"], func(h map[string]string) { h["origin"] = "null" })
 		}, reason: contract.ReasonOriginNotAllowed},
@@ -276,7 +277,10 @@ func checkCases() []checkCase {
 }
 
 func TestCheck(t *testing.T) {
-	e := newEnv(t, nil)
+	// The table's tokens mostly name one identity (the agent's subject, no
+	// Pod claim) and are reviewed back to back: a burst that leaves that
+	// identity's quarter of the review rate (fairness.go) room for them.
+	e := newEnv(t, func(o *Options) { o.KubeAPIBurst = 1000 })
 	tok := e.tokens()
 	for k, v := range e.forgedTokens() {
 		tok[k] = v

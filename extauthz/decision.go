@@ -141,6 +141,10 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	// The expiry of the verified claims (checkClaims requires one): it
 	// bounds the cache entry and becomes X-WireKube-Token-Expires.
 	exp := claims.Expiry.Time().UTC()
+	if !a.admissible(claims, kind) {
+		// Before any API call: no rule admits this identity (prefilter.go).
+		return Decision{Reason: contract.ReasonIdentityNotAllowed, Detail: detailSubjectRefused}
+	}
 	rv, hit, reason := a.reviewer.Review(ctx, k, token, exp, ver)
 	offline := false
 	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {

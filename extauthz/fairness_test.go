@@ -3,6 +3,7 @@ package extauthz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,11 +22,11 @@ func TestReviewGateShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newReviewGate(10, 1, 4, 250*time.Millisecond) // one token per 100 ms
 		ctx := context.Background()
-		release, err := g.enter(ctx) // the burst token
+		release, err := g.enter(ctx, "a") // the burst token
 		must(t, err)
 		release()
 		start := time.Now()
-		release, err = g.enter(ctx) // due in 100 ms: waits
+		release, err = g.enter(ctx, "b") // due in 100 ms: waits
 		must(t, err)
 		release()
 		if waited := time.Since(start); waited != 100*time.Millisecond {
@@ -36,9 +37,9 @@ func TestReviewGateShare(t *testing.T) {
 		var wg sync.WaitGroup
 		var throttled atomic.Int64
 		var refusedAt atomic.Int64
-		for range 3 {
+		for i := range 3 {
 			wg.Go(func() {
-				release, err := g.enter(ctx)
+				release, err := g.enter(ctx, fmt.Sprint(i)) // one identity each
 				if errors.Is(err, errThrottled) {
 					throttled.Add(1)
 					refusedAt.Store(int64(time.Since(start)))
@@ -64,12 +65,12 @@ func TestReviewGateSlotNotHeldWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newReviewGate(1, 1, 1, 2*time.Second)
 		ctx := context.Background()
-		release, err := g.enter(ctx)
+		release, err := g.enter(ctx, "a")
 		must(t, err)
 		release()
 		done := make(chan error)
 		go func() {
-			release, err := g.enter(ctx) // due in 1 s
+			release, err := g.enter(ctx, "b") // due in 1 s
 			if err == nil {
 				release()
 			}
@@ -92,10 +93,10 @@ func TestSlowSlotsThrottleQuickly(t *testing.T) {
 		g := newReviewGate(1000, 1000, 1, 300*time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		hold, err := g.enter(ctx)
+		hold, err := g.enter(ctx, "a")
 		must(t, err)
 		start := time.Now()
-		_, err = g.enter(ctx)
+		_, err = g.enter(ctx, "b")
 		if !errors.Is(err, errThrottled) || time.Since(start) != 300*time.Millisecond {
 			t.Errorf("enter = %v after %s, want throttled after the 300ms share", err, time.Since(start))
 		}
@@ -112,8 +113,8 @@ func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
 	})
 	var wg sync.WaitGroup
 	var allowed, throttled atomic.Int64
-	for range 20 {
-		tok := e.answer(func(string) (authnv1.TokenReviewStatus, error) { return podBound(), nil })
+	for i := range 20 {
+		tok := e.answerAgent(i, func(string) (authnv1.TokenReviewStatus, error) { return podBound(), nil })
 		wg.Go(func() {
 			switch d := e.check(t, tok); d.Reason {
 			case "":
@@ -130,4 +131,97 @@ func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
 	if allowed.Load() != 5 || throttled.Load() != 15 || e.reviews.Load() != 5 {
 		t.Errorf("allowed %d, throttled %d, reviews %d; want 5, 15, 5", allowed.Load(), throttled.Load(), e.reviews.Load())
 	}
+}
+
+// TestReviewGateIdentityShare: one identity holds at most its share of the
+// gate (a quarter of the slots); its next call is refused at once, another
+// identity still gets in, and a released call makes room again.
+func TestReviewGateIdentityShare(t *testing.T) {
+	g := newReviewGate(1000, 1000, 8, time.Second) // share 2
+	ctx := context.Background()
+	first, err := g.enter(ctx, "flood")
+	must(t, err)
+	second, err := g.enter(ctx, "flood")
+	must(t, err)
+	if _, err := g.enter(ctx, "flood"); !errors.Is(err, errThrottled) {
+		t.Fatalf("third call of one identity: %v, want throttled", err)
+	}
+	other, err := g.enter(ctx, "agent")
+	must(t, err)
+	first()
+	again, err := g.enter(ctx, "flood")
+	must(t, err)
+	for _, release := range []func(){second, other, again} {
+		release()
+	}
+	if len(g.held) != 0 {
+		t.Errorf("identities left in the gate after every release: %v", g.held)
+	}
+}
+
+// TestReviewGateFloodLeavesRateToOthers: an identity floods the gate with
+// concurrent calls, each holding its slot, before five other identities
+// ask; the rate (a burst of 8, then 10/s, 1 s of wait) fits about 18. The flood gets
+// its share and no more, and every other identity is served rather than
+// queued behind it.
+func TestReviewGateFloodLeavesRateToOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newReviewGate(10, 8, 8, time.Second) // share 2, a bucket of 2 per identity
+		ctx := context.Background()
+		var floodWG, othersWG sync.WaitGroup
+		var flood, others atomic.Int64
+		hold := make(chan struct{})
+		for range 20 {
+			floodWG.Go(func() {
+				if release, err := g.enter(ctx, "flood"); err == nil {
+					flood.Add(1)
+					<-hold
+					release()
+				}
+			})
+		}
+		synctest.Wait() // the flood's calls are in the gate or refused
+		for i := range 5 {
+			othersWG.Go(func() {
+				if release, err := g.enter(ctx, fmt.Sprint("agent-", i)); err == nil {
+					others.Add(1)
+					release()
+				}
+			})
+		}
+		othersWG.Wait()
+		close(hold)
+		floodWG.Wait()
+		if others.Load() != 5 || flood.Load() != 2 {
+			t.Errorf("served: other identities %d of 5, the flooding identity %d (want 5 and its share, 2)", others.Load(), flood.Load())
+		}
+	})
+}
+
+// TestReviewGateIdentityRate: one identity passes the gate at most at a
+// quarter of the rate, from a bucket of a quarter of the burst, even one
+// call at a time; other identities are not charged for it.
+func TestReviewGateIdentityRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newReviewGate(40, 8, 16, time.Second) // per identity: 10/s, a bucket of 2
+		ctx := context.Background()
+		enter := func(who string) error {
+			release, err := g.enter(ctx, who)
+			if err == nil {
+				release()
+			}
+			return err
+		}
+		must(t, enter("flood"))
+		must(t, enter("flood"))
+		if err := enter("flood"); !errors.Is(err, errThrottled) {
+			t.Fatalf("third call at once: %v, want throttled", err)
+		}
+		must(t, enter("agent"))
+		time.Sleep(100 * time.Millisecond) // one token of the identity's 10/s
+		must(t, enter("flood"))
+		if err := enter("flood"); !errors.Is(err, errThrottled) {
+			t.Fatalf("second call after one refill: %v, want throttled", err)
+		}
+	})
 }

@@ -32,6 +32,7 @@ type metrics struct {
 	jwksKeys      prometheus.Gauge
 	offlineChecks *prometheus.CounterVec
 	reviewOutage  prometheus.Gauge
+	gateRefusals  *prometheus.CounterVec // by cause (fairness.go)
 }
 
 func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error) {
@@ -69,12 +70,13 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 	}
 	m.addVerifyMetrics()
 	m.reviewFailures = newReviewFailures()
+	m.gateRefusals = newGateRefusals()
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "cache_entries", Help: "Entries in the TokenReview cache.",
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
 		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
-		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage, m.reviewFailures} {
+		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage, m.reviewFailures, m.gateRefusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -170,4 +172,16 @@ func registerPeerKeyMetrics(reg prometheus.Registerer, dup func() int) error {
 		Namespace: metricsNamespace, Name: "peer_keys_duplicate",
 		Help: "Public keys held by more than one WireKubePeer (each refused with peer_key_duplicate).",
 	}, func() float64 { return float64(dup()) }))
+}
+
+// newGateRefusals counts the review gate's refusals by cause (fairness.go).
+func newGateRefusals() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "review_gate_refusals_total",
+		Help: "TokenReviews not made, answered review_throttled, by cause (identity_share|identity_rate|rate|slot).",
+	}, []string{"cause"})
+	for _, cause := range []string{gateRefusedShare, gateRefusedIDRate, gateRefusedRate, gateRefusedSlot} {
+		c.WithLabelValues(cause)
+	}
+	return c
 }

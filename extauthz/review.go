@@ -95,9 +95,11 @@ func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func(
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("tokenreview cache key: %w", err)
 	}
+	gate := newReviewGate(cfg.reviewQPS, cfg.reviewBurst, cfg.maxInflight, cfg.maxReviewWait)
+	gate.refused = m.gateRefusals
 	return &reviewer{
 		client: client, audience: cfg.audience, hmacKey: key, cache: c,
-		gate: newReviewGate(cfg.reviewQPS, cfg.reviewBurst, cfg.maxInflight, cfg.maxReviewWait), outage: o,
+		gate: gate, outage: o,
 		ttl: cfg.cacheTTL, negTTL: cfg.negativeCacheTTL, now: now, metrics: m,
 	}, nil
 }
@@ -137,8 +139,9 @@ func (r *reviewer) cachedVerification(k cacheKey) (*verified, bool) {
 
 // Review returns the TokenReview answer for token, whose key is k, from the
 // cache when possible. exp is the token's own expiry (zero if unknown); ver
-// its local verification, cached with the answer. On failure the reason is
-// review_unavailable or review_throttled: fail closed.
+// its local verification, cached with the answer; a call to the API counts against
+// the share of the review gate of the identity ver names (identityKey). On
+// failure the reason is review_unavailable or review_throttled: fail closed.
 func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, bool, contract.Reason) {
 	if e, ok := r.cache.Get(k); ok {
 		if r.now().Before(e.expires) {
@@ -187,7 +190,7 @@ func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp tim
 // only for the call), asks the API and caches the answer. Errors are never
 // cached.
 func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, error) {
-	release, err := r.gate.enter(ctx)
+	release, err := r.gate.enter(ctx, ver.identity())
 	if err != nil {
 		return review{}, err
 	}

@@ -144,8 +144,8 @@ func TestInflightBound(t *testing.T) {
 	api := &slowAPI{gate: make(chan struct{})}
 	var wg sync.WaitGroup
 	var allowed atomic.Int64
-	for range tokens {
-		tok := e.answer(api.answer)
+	for i := range tokens {
+		tok := e.answerAgent(i, api.answer)
 		wg.Go(func() {
 			if e.check(t, tok).Allowed() {
 				allowed.Add(1)
@@ -166,11 +166,11 @@ func TestInflightBound(t *testing.T) {
 func TestReviewThrottled(t *testing.T) {
 	e := newEnvDirect(t, func(o *Options) { o.MaxInflightReviews = 1; o.CheckTimeout = 200 * time.Millisecond })
 	api := &slowAPI{gate: make(chan struct{})}
-	slow := e.answer(api.answer)
+	slow := e.answerAgent(1, api.answer)
 	done := make(chan Decision)
 	go func() { done <- e.check(t, slow) }()
 	testutil.Eventually(t, "the slot to be taken", func() bool { return api.cur.Load() == 1 })
-	wantReason(t, e.check(t, e.answer(static(podBound()))), contract.ReasonReviewThrottled)
+	wantReason(t, e.check(t, e.answerAgent(2, static(podBound()))), contract.ReasonReviewThrottled)
 	close(api.gate)
 	// The slow review outlived its check timeout: fail closed.
 	wantReason(t, <-done, contract.ReasonReviewUnavailable)

@@ -39,19 +39,30 @@ func stormDuration(b *testing.B) time.Duration {
 	return d
 }
 
-// stormScenario is one run: the API up or down, and the extauthz mode.
+// stormScenario is one run: the API up or down, the extauthz mode and the
+// attacker's tokens.
 type stormScenario struct {
 	name    string
 	apiDown bool
 	mode    string
-	forged  bool // false: the baseline, legitimate agents only
+	attack  attackKind
 }
+
+// attackKind is what the storm's senders send.
+type attackKind int
+
+const (
+	attackNone     attackKind = iota // the baseline, legitimate agents only
+	attackForged                     // tokens no cluster key signed
+	attackStranger                   // signed tokens of a ServiceAccount no rule admits
+	attackFlood                      // signed tokens of one admitted agent identity
+)
 
 // stormResult is what a scenario prints.
 type stormResult struct {
-	forgedSent    int64
-	forgedByCode  map[string]int64
-	forgedReviews int64
+	attackSent    int64
+	attackByCode  map[string]int64
+	attackReviews int64 // TokenReviews spent on the attacker's tokens
 	jwksFetches   int64
 	admitted      int
 	refusedByCode map[string]int
@@ -61,10 +72,14 @@ type stormResult struct {
 // BenchmarkAttackStorm is issue 11's attack: distinct forged tokens from
 // stormWorkers closed-loop senders over gRPC on loopback for the storm
 // duration, while stormAgents legitimate agents with fresh, never-cached
-// tokens connect at once one second in and retry 503 answers with the real
-// agent's backoff (1, 2, 4 ... 30 s) until the storm ends. It runs a
-// baseline without forged tokens, the storm with the API up, and the storm
-// with the API down under each --on-review-unavailable setting. The fake
+// tokens (each bound to its own Pod) connect at once one second in and
+// retry 503 answers with the real agent's backoff (1, 2, 4 ... 30 s) until
+// the storm ends. It runs a baseline without an attack, the forged storm
+// with the API up, and with the API down under each --on-review-unavailable
+// setting; then issue 20's storms with the API up: validly signed tokens of
+// a ServiceAccount no rule admits (anyone with create serviceaccounts/token
+// in some namespace mints them), and distinct valid tokens of one agent
+// identity (a node minting tokens for its own agent Pod). The fake
 // TokenReview takes stormAPIWait (up) or fails at once (down, a refused
 // connection). Fixed workload; b.N is not used.
 func BenchmarkAttackStorm(b *testing.B) {
@@ -73,14 +88,16 @@ func BenchmarkAttackStorm(b *testing.B) {
 		stormWorkers, d, stormAgents)
 	for _, sc := range []stormScenario{
 		{name: "baseline (no storm), API up", mode: UnavailableDeny},
-		{name: "storm, API up", mode: UnavailableDeny, forged: true},
-		{name: "storm, API down, deny", apiDown: true, mode: UnavailableDeny, forged: true},
-		{name: "storm, API down, verify-offline", apiDown: true, mode: UnavailableVerifyOffline, forged: true},
+		{name: "storm, API up", mode: UnavailableDeny, attack: attackForged},
+		{name: "storm, API down, deny", apiDown: true, mode: UnavailableDeny, attack: attackForged},
+		{name: "storm, API down, verify-offline", apiDown: true, mode: UnavailableVerifyOffline, attack: attackForged},
+		{name: "stranger storm, API up", mode: UnavailableDeny, attack: attackStranger},
+		{name: "one agent identity flooding, API up", mode: UnavailableDeny, attack: attackFlood},
 	} {
 		r := runStorm(b, sc, d)
 		printStorm(sc, r, d)
-		if r.forgedReviews != 0 {
-			b.Errorf("%s: %d TokenReviews for forged tokens, want 0", sc.name, r.forgedReviews)
+		if r.attackReviews != 0 && sc.attack != attackFlood {
+			b.Errorf("%s: %d TokenReviews for the attacker's tokens, want 0", sc.name, r.attackReviews)
 		}
 	}
 }
@@ -97,21 +114,25 @@ func runStorm(b *testing.B, sc stormScenario, d time.Duration) stormResult {
 		time.Sleep(stormAPIWait)
 		return podBound(), nil
 	}
+	stormPods(b, e, stormAgents)
 	agents := make([]string, stormAgents)
 	for i := range agents {
-		agents[i] = e.answerToken(agentSpec(e).withClock(time.Now()).sign(), api)
+		s := agentSpec(e).withClock(time.Now())
+		s.pod = &ref{fmt.Sprintf("agent-%d", i), fmt.Sprintf("uid-agent-%d", i)}
+		agents[i] = e.answerToken(s.sign(), api)
 	}
+	attack := attackTokens(e, sc.attack)
 	fetches := e.disc.fetches.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var r stormResult
 	var wg sync.WaitGroup
-	if sc.forged {
-		wg.Go(func() { r.forgedSent, r.forgedByCode = floodForged(ctx, c) })
+	if sc.attack != attackNone {
+		wg.Go(func() { r.attackSent, r.attackByCode = flood(ctx, c, attack) })
 	}
 	lat, refused := connectAgents(ctx, c, agents)
 	wg.Wait()
-	r.forgedReviews = e.reviews.Load() - legitReviews.Load()
+	r.attackReviews = e.reviews.Load() - legitReviews.Load()
 	r.jwksFetches = e.disc.fetches.Load() - fetches
 	r.admitted, r.refusedByCode = len(lat), refused
 	if len(lat) > 0 {
@@ -128,10 +149,9 @@ func (s tokenSpec) withClock(now time.Time) tokenSpec {
 	return s
 }
 
-// floodForged sends distinct forged tokens from stormWorkers loops until ctx
-// ends: a third with a random kid, a third with the cluster's real kid (so
-// each costs a signature verification), a third without kid.
-func floodForged(ctx context.Context, c authv3.AuthorizationClient) (int64, map[string]int64) {
+// flood sends the attacker's tokens (next(i) is the i-th of a sender) from
+// stormWorkers loops until ctx ends.
+func flood(ctx context.Context, c authv3.AuthorizationClient, next func(i int) string) (int64, map[string]int64) {
 	var mu sync.Mutex
 	codes := map[string]int64{}
 	var sent atomic.Int64
@@ -140,7 +160,7 @@ func floodForged(ctx context.Context, c authv3.AuthorizationClient) (int64, map[
 		wg.Go(func() {
 			local := map[string]int64{}
 			for i := 0; !over(ctx); i++ {
-				resp, err := c.Check(ctx, relayCheck(forgedVariant(w+i), nil))
+				resp, err := c.Check(ctx, relayCheck(next(w+i), nil))
 				if over(ctx) {
 					break
 				}
@@ -166,6 +186,9 @@ func over(ctx context.Context) bool {
 	return ctx.Err() != nil || !time.Now().Before(dl)
 }
 
+// forgedVariant is the i-th forged token: distinct each time, a third with a
+// random kid, a third with the cluster's real kid (so each costs a
+// signature verification), a third without kid.
 func forgedVariant(i int) string {
 	tok := forgeExpOnly(time.Now().Add(time.Hour))
 	if i%3 == 0 {
@@ -251,9 +274,14 @@ func connectAgent(ctx context.Context, c authv3.AuthorizationClient, tok string)
 
 func printStorm(sc stormScenario, r stormResult, d time.Duration) {
 	fmt.Printf("  %s:\n", sc.name)
-	if sc.forged {
-		fmt.Printf("    forged tokens: %d sent (%.0f/s), answers %v, TokenReviews for them %d (goal 0), JWKS fetches %d\n",
-			r.forgedSent, float64(r.forgedSent)/d.Seconds(), fmtCounts(r.forgedByCode), r.forgedReviews, r.jwksFetches)
+	if sc.attack != attackNone {
+		goal := "goal 0"
+		if sc.attack == attackFlood {
+			goal = "its share of the gate"
+		}
+		fmt.Printf("    %s: %d sent (%.0f/s), answers %v, TokenReviews for them %d (%s), JWKS fetches %d\n",
+			attackNames[sc.attack], r.attackSent, float64(r.attackSent)/d.Seconds(), fmtCounts(r.attackByCode),
+			r.attackReviews, goal, r.jwksFetches)
 	}
 	fmt.Printf("    legitimate agents admitted %d/%d, connect p50 %s p99 %s; not admitted by the end: %v\n",
 		r.admitted, stormAgents, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.refusedByCode)
