@@ -43,6 +43,9 @@ func (e *env) testFrontMatrix(t *testing.T) {
 					if want.status == http.StatusServiceUnavailable && got.header.Get("Retry-After") == "" {
 						t.Errorf("503 without Retry-After")
 					}
+					if got.reason != "" && got.header.Get("Cache-Control") != "no-store" {
+						t.Errorf("deny %s with Cache-Control %q, want no-store", got.reason, got.header.Get("Cache-Control"))
+					}
 					checkRefuser(t, r, c, am, bm)
 				})
 			}

@@ -110,6 +110,9 @@ func checkDeny(t *testing.T, err error, status int, reason contract.Reason) {
 	if status == http.StatusUnauthorized && !strings.HasPrefix(de.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", de.Header.Get("WWW-Authenticate"))
 	}
+	if cc := de.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("deny %d %s with Cache-Control %q, want no-store", status, reason, cc)
+	}
 }
 
 // wantClose expects the server to close the session with code and reason.

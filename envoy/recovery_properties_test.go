@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -15,6 +16,14 @@ func recoveryProperties() []property {
 	return []property{
 		{"bridge_unavailable_local_reply", checkBridgeUnavailable, func(v *view) {
 			v.hcm.LocalReplyConfig.Mappers = nil
+		}},
+		{"bridge_unavailable_not_cached", checkBridgeUnavailable, func(v *view) {
+			// Every deny carries Cache-Control: no-store (docs/spec.md).
+			for _, m := range v.hcm.LocalReplyConfig.Mappers {
+				m.HeadersToAdd = slices.DeleteFunc(m.HeadersToAdd, func(h *corev3.HeaderValueOption) bool {
+					return h.GetHeader().GetKey() == "cache-control"
+				})
+			}
 		}},
 		{"relay_route_retries_connect_failure", func(v *view) error {
 			rp := v.route("relay").GetRoute().GetRetryPolicy()
@@ -32,16 +41,15 @@ func recoveryProperties() []property {
 func checkBridgeUnavailable(v *view) error {
 	for _, m := range v.hcm.GetLocalReplyConfig().GetMappers() {
 		flags := m.GetFilter().GetResponseFlagFilter().GetFlags()
-		reason := ""
+		added := map[string]string{}
 		for _, h := range m.GetHeadersToAdd() {
-			if h.GetHeader().GetKey() == "x-wirekube-deny-reason" {
-				reason = h.GetHeader().GetValue()
-			}
+			added[h.GetHeader().GetKey()] = h.GetHeader().GetValue()
 		}
 		if slices.Contains(flags, "UF") && slices.Contains(flags, "UH") && !slices.Contains(flags, "UAEX") &&
-			m.GetStatusCode().GetValue() == 503 && reason == string(contract.ReasonBridgeUnavailable) {
+			m.GetStatusCode().GetValue() == 503 && added["x-wirekube-deny-reason"] == string(contract.ReasonBridgeUnavailable) &&
+			added["cache-control"] == "no-store" {
 			return nil
 		}
 	}
-	return errors.New("no local_reply_config mapper turns UF/UH (and not UAEX) into 503 bridge_unavailable")
+	return errors.New("no local_reply_config mapper turns UF/UH (and not UAEX) into 503 bridge_unavailable with Cache-Control: no-store")
 }

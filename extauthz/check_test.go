@@ -375,6 +375,9 @@ func assertDenied(t *testing.T, resp *authv3.CheckResponse, reason contract.Reas
 	if (hdr["WWW-Authenticate"] == "Bearer") != (status == 401) {
 		t.Errorf("WWW-Authenticate = %q with status %d", hdr["WWW-Authenticate"], status)
 	}
+	if hdr["Cache-Control"] != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", hdr["Cache-Control"])
+	}
 	if body := d.GetBody(); strings.Count(body, "\n") != 1 || !strings.Contains(body, string(reason)) {
 		t.Errorf("body %q: want one line naming the reason", body)
 	}

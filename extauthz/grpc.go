@@ -141,6 +141,8 @@ func checkResponse(d Decision) *authv3.CheckResponse {
 	deniedHeaders := []*corev3.HeaderValueOption{
 		denyHeader(contract.HeaderDenyReason, string(d.Reason)),
 		denyHeader("Content-Type", "text/plain; charset=utf-8"),
+		// As the HTTP mode's answer: no cache on the path keeps a deny.
+		denyHeader("Cache-Control", "no-store"),
 	}
 	if d.Status() == 401 {
 		deniedHeaders = append(deniedHeaders, denyHeader("WWW-Authenticate", "Bearer"))

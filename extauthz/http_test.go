@@ -114,6 +114,9 @@ func TestHTTPMode(t *testing.T) {
 			if (resp.Header.Get("WWW-Authenticate") == "Bearer") != (tc.status == 401) {
 				t.Errorf("WWW-Authenticate %q on %d", resp.Header.Get("WWW-Authenticate"), tc.status)
 			}
+			if cc := resp.Header.Get("Cache-Control"); tc.status != 200 && cc != "no-store" {
+				t.Errorf("Cache-Control %q on %d, want no-store", cc, tc.status)
+			}
 			assertHTTPIdentity(t, resp.Header, tc.status, tc.peer)
 		})
 	}

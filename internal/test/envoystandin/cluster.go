@@ -50,10 +50,13 @@ func (c *bridgeCluster) dial(ctx context.Context, network, _ string) (net.Conn, 
 }
 
 // bridgeUnavailable is envoy.yaml's local_reply_config mapping of an
-// upstream failure (response flags UF, UH, URX, UC): 503 with the reason.
+// upstream failure (response flags UF, UH, URX, UC): 503 with the reason,
+// Retry-After and Cache-Control as the mapper's headers_to_add.
 func bridgeUnavailable(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set(contract.HeaderDenyReason, string(contract.ReasonBridgeUnavailable))
+	h.Set("Retry-After", "1")
+	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write([]byte(string(contract.ReasonBridgeUnavailable) + "\n"))

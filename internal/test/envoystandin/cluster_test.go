@@ -42,4 +42,8 @@ func TestNoBridgeAnswers503BridgeUnavailable(t *testing.T) {
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get(contract.HeaderDenyReason) != string(contract.ReasonBridgeUnavailable) {
 		t.Fatalf("got %d %q, want 503 bridge_unavailable", w.Code, w.Header().Get(contract.HeaderDenyReason))
 	}
+	// The headers_to_add of envoy.yaml's mapper.
+	if w.Header().Get("Cache-Control") != "no-store" || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("Cache-Control %q, Retry-After %q; want no-store, 1", w.Header().Get("Cache-Control"), w.Header().Get("Retry-After"))
+	}
 }
