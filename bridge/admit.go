@@ -96,7 +96,7 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) &&
 		!slices.Contains(offered, contract.SubprotocolProbe) {
-		return known, contract.ReasonSubprotocol, fmt.Errorf("offered subprotocols %q", offered)
+		return known, contract.ReasonSubprotocol, offeredError(offered)
 	}
 	return id, "", nil
 }
@@ -112,6 +112,17 @@ func knownIdentity(h http.Header) peerIdentity {
 	}
 	id.RequestID = logging.RequestID(h.Values(contract.HeaderRequestID))
 	return id
+}
+
+// offeredError describes refused subprotocols by their count and lengths
+// only: a client may offer anything there, a bearer token included
+// (Kubernetes-style clients send base64url.bearer.authorization.k8s.io.<token>).
+func offeredError(offered []string) error {
+	lens := make([]int, len(offered))
+	for i, p := range offered {
+		lens[i] = len(p)
+	}
+	return fmt.Errorf("offered %d subprotocols, none ours (lengths %v)", len(offered), lens)
 }
 
 // originAllowed accepts a request without Origin (the agent sends none) or

@@ -42,6 +42,11 @@ func TestDeniedBeforeUpgrade(t *testing.T) {
 		{"old version", func(r *http.Request) { r.Header.Set("Sec-WebSocket-Version", "8") }, contract.ReasonNotWebSocket},
 		{"no ws key", func(r *http.Request) { r.Header.Del("Sec-WebSocket-Key") }, contract.ReasonNotWebSocket},
 		{"other subprotocol only", func(r *http.Request) { r.Header.Set("Sec-WebSocket-Protocol", "chat, mqtt") }, contract.ReasonSubprotocol},
+		// A Kubernetes-style client offers its bearer token as a subprotocol:
+		// the log must not quote it (the check below greps for it).
+		{"token offered as a subprotocol", func(r *http.Request) {
+			r.Header.Set("Sec-WebSocket-Protocol", "base64url.bearer.authorization.k8s.io.secret-token-value, chat")
+		}, contract.ReasonSubprotocol},
 		{"origin not listed", func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, contract.ReasonOriginNotAllowed},
 		{"origin repeated", func(r *http.Request) {
 			r.Header.Add("Origin", "https://ok.example")

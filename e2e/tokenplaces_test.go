@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,29 +39,42 @@ func (e *env) testTokenPlaces(t *testing.T, f front) {
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 	var tokens []string
 	logged := e.accessLines(f)
+	// A subprotocol case carries a valid Authorization, so the upgrade
+	// reaches the bridge, which refuses the subprotocol (and logs it).
+	offer := "Host: " + host + "\r\n" + upgrade + "Authorization: Bearer " + fresh() + "\r\n" +
+		"Sec-WebSocket-Protocol: %s\r\n"
 	cases := []struct {
 		name, target, headers string
+		encode                func(string) string // how the token is written; nil: as is
 	}{
-		{"path", "/relay/%s", "Host: " + host + "\r\n" + upgrade},
-		{"query", "/relay?access_token=%s", "Host: " + host + "\r\n" + upgrade},
+		{"path", "/relay/%s", "Host: " + host + "\r\n" + upgrade, nil},
+		{"query", "/relay?access_token=%s", "Host: " + host + "\r\n" + upgrade, nil},
 		{"query_beside_valid_header", "/relay?token=%s", "Host: " + host + "\r\n" + upgrade +
-			"Authorization: Bearer " + fresh() + "\r\n"},
-		{"fragment", "/relay#%s", "Host: " + host + "\r\n" + upgrade},
-		{"host_header", "/relay", "Host: %s\r\n" + upgrade},
-		{"cookie", "/relay", "Host: " + host + "\r\n" + upgrade + "Cookie: token=%s\r\n"},
-		{"user_agent", "/relay", "Host: " + host + "\r\n" + upgrade + "User-Agent: %s\r\n"},
+			"Authorization: Bearer " + fresh() + "\r\n", nil},
+		{"fragment", "/relay#%s", "Host: " + host + "\r\n" + upgrade, nil},
+		{"host_header", "/relay", "Host: %s\r\n" + upgrade, nil},
+		{"cookie", "/relay", "Host: " + host + "\r\n" + upgrade + "Cookie: token=%s\r\n", nil},
+		{"user_agent", "/relay", "Host: " + host + "\r\n" + upgrade + "User-Agent: %s\r\n", nil},
 		{"second_authorization", "/relay", "Host: " + host + "\r\n" + upgrade +
-			"Authorization: Bearer " + fresh() + "\r\nAuthorization: Bearer %s\r\n"},
+			"Authorization: Bearer " + fresh() + "\r\nAuthorization: Bearer %s\r\n", nil},
+		// Kubernetes-style WebSocket clients (kubectl exec over WebSocket)
+		// offer the bearer token, base64url-encoded, as a subprotocol.
+		{"subprotocol_k8s_bearer", "/relay", offer, k8sBearerSubprotocol},
+		{"subprotocol_raw", "/relay", offer, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tok := fresh()
 			tokens = append(tokens, tok)
+			written := tok
+			if c.encode != nil {
+				written = e.track(c.encode(tok))
+			}
 			target, headers := c.target, c.headers
 			if strings.Contains(target, "%s") {
-				target = fmt.Sprintf(target, tok)
+				target = fmt.Sprintf(target, written)
 			} else {
-				headers = fmt.Sprintf(headers, tok)
+				headers = fmt.Sprintf(headers, written)
 			}
 			status := rawRequest(t, f, "GET "+target+" HTTP/1.1\r\n"+headers+"\r\n")
 			if status == http.StatusSwitchingProtocols || status < 400 {
@@ -77,6 +91,9 @@ func (e *env) testTokenPlaces(t *testing.T, f front) {
 		for i, tok := range tokens {
 			if bytes.Contains(b, []byte(tok)) {
 				t.Errorf("%s holds the token of case %s", filepath.Base(name), cases[i].name)
+			}
+			if enc := cases[i].encode; enc != nil && bytes.Contains(b, []byte(enc(tok))) {
+				t.Errorf("%s holds the encoded token of case %s", filepath.Base(name), cases[i].name)
 			}
 		}
 	}
@@ -128,4 +145,10 @@ func rawRequest(t *testing.T, f front, req string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// k8sBearerSubprotocol is the subprotocol a Kubernetes-style WebSocket
+// client offers for a bearer token.
+func k8sBearerSubprotocol(tok string) string {
+	return "base64url.bearer.authorization.k8s.io." + base64.RawURLEncoding.EncodeToString([]byte(tok))
 }
