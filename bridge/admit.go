@@ -25,7 +25,8 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, id, reason, err)
 		return
 	}
-	ticket, reason := s.admitPeer(w, id)
+	probe := isProbe(r)
+	ticket, reason := s.admitPeer(w, id, probe)
 	if reason != "" {
 		s.deny(w, r, id, reason, nil)
 		return
@@ -37,7 +38,6 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	upgrader := &s.upgrader
-	probe := isProbe(r)
 	if probe {
 		upgrader = &s.probeUpgrader
 	}

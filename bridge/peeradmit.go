@@ -12,12 +12,16 @@ import (
 // key-mismatch backoff (403 register_key_mismatch with Retry-After) and
 // the per-peer limits (429 with Retry-After). The ticket must be released
 // when the request or its session ends.
-func (s *Server) admitPeer(w http.ResponseWriter, id peerIdentity) (*peerTicket, contract.Reason) {
+func (s *Server) admitPeer(w http.ResponseWriter, id peerIdentity, probe bool) (*peerTicket, contract.Reason) {
 	if left, refused := s.backoff.refused(id); refused {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(left.Seconds()))))
 		return nil, contract.CloseRegisterKeyMismatch
 	}
-	t, reason := s.peers.acquire(id.Peer)
+	acquire := s.peers.acquire
+	if probe {
+		acquire = s.peers.acquireProbe // apart from the sessions (probelimit.go)
+	}
+	t, reason := acquire(id.Peer)
 	if reason != "" {
 		w.Header().Set("Retry-After", "1")
 	}

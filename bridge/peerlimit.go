@@ -22,7 +22,11 @@ type peerLimits struct {
 	peers map[string]*peerCount
 }
 
-type peerCount struct{ sessions, unregistered int }
+// peerCount is one peer's share. probes and lingering count its probes
+// apart from its sessions (probelimit.go).
+type peerCount struct{ sessions, unregistered, probes, lingering int }
+
+func (c *peerCount) idle() bool { return *c == peerCount{} }
 
 func newPeerLimits(maxSessions, maxUnregistered int) *peerLimits {
 	return &peerLimits{maxSessions: maxSessions, maxUnregistered: maxUnregistered, peers: map[string]*peerCount{}}
@@ -37,6 +41,7 @@ type peerTicket struct {
 	mu         sync.Mutex
 	registered bool
 	released   bool
+	probe      bool // a probe's ticket: counts in probes only
 }
 
 // acquire admits one more unregistered request of peer, or says why not.
@@ -63,7 +68,7 @@ func (l *peerLimits) acquire(peer string) (*peerTicket, contract.Reason) {
 func (t *peerTicket) markRegistered() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.registered || t.released {
+	if t.registered || t.released || t.probe {
 		return
 	}
 	t.registered = true
@@ -83,11 +88,16 @@ func (t *peerTicket) release() {
 	t.l.mu.Lock()
 	defer t.l.mu.Unlock()
 	c := t.l.peers[t.peer]
-	c.sessions--
-	if !t.registered {
+	switch {
+	case t.probe:
+		c.probes--
+	case !t.registered:
 		c.unregistered--
+		fallthrough
+	default:
+		c.sessions--
 	}
-	if c.sessions == 0 {
+	if c.idle() {
 		delete(t.l.peers, t.peer)
 	}
 }

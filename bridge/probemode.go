@@ -65,7 +65,12 @@ func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, 
 		return
 	}
 	// Lingering close: wait for the client's close (or EOF) so the close
-	// frame is not lost to an RST.
+	// frame is not lost to an RST. The linger counts against the peer
+	// (probelimit.go): past its share the probe closes at once.
+	if !s.peers.startLinger(id.Peer) {
+		return
+	}
+	defer s.peers.endLinger(id.Peer)
 	_ = ws.SetReadDeadline(deadline)
 	for {
 		if _, _, err := ws.NextReader(); err != nil {
