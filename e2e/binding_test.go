@@ -14,6 +14,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
 // testBindingRules: issue 20's identities without blind spots, against the
@@ -40,6 +41,7 @@ func (e *env) testBindingRules(t *testing.T, f front) {
 		waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonNodeMismatch, deleted)
 	})
 	t.Run("secret_bound_token_refused", func(t *testing.T) { e.testSecretBound(t, f) })
+	t.Run("key_squatting", func(t *testing.T) { e.testKeySquatting(t, f) })
 	t.Run("per_peer_pod_bound_node_deleted", func(t *testing.T) {
 		id := e.peerPodIdentity(t, peerName(f, "b-peernode"))
 		c := session(t, f, id)
@@ -81,4 +83,36 @@ func (e *env) testSecretBound(t *testing.T, f front) {
 		t.Fatalf("kube-apiserver does not accept the Secret-bound token: %+v", st)
 	}
 	wantRefused(t, f.withToken(tok), http.StatusForbidden, contract.ReasonTokenSecretBound)
+}
+
+// testKeySquatting: node M writes node V's key into M's own WireKubePeer
+// (WireKube's agent RBAC allows it). V's live session closes with
+// peer_key_duplicate, M is refused with 403 peer_key_duplicate, and V is
+// admitted again once M's WireKubePeer holds M's key.
+func (e *env) testKeySquatting(t *testing.T, f front) {
+	ctx := context.Background()
+	v := e.podAgent(t, peerName(f, "b-victim"))
+	m := e.podAgent(t, peerName(f, "b-squatter"))
+	c := session(t, f, v)
+	setKey := func(peer, key string) {
+		u, err := e.cluster.Dynamic.Resource(stack.PeerGVR).Get(ctx, peer, metav1.GetOptions{})
+		fatalIf(t, err)
+		u.Object["spec"].(map[string]any)["publicKey"] = key
+		_, err = e.cluster.Dynamic.Resource(stack.PeerGVR).Update(ctx, u, metav1.UpdateOptions{})
+		fatalIf(t, err)
+	}
+	setKey(m.peer, v.key.Base64())
+	wantClose(t, c, websocket.ClosePolicyViolation, contract.ReasonPeerKeyDuplicate, revocationBound)
+	wantRefused(t, f.opts(m), http.StatusForbidden, contract.ReasonPeerKeyDuplicate)
+	wantRefused(t, f.opts(v), http.StatusForbidden, contract.ReasonPeerKeyDuplicate)
+	setKey(m.peer, m.key.Base64())
+	var err error
+	for start := time.Now(); time.Since(start) < revocationBound; time.Sleep(100 * time.Millisecond) {
+		var c *testagent.Conn
+		if c, err = dialAgent(f.opts(v), v.key); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("victim not admitted after the squatter's key was restored: %v", err)
 }
