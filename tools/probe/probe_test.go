@@ -121,6 +121,11 @@ func TestPublicFromPrivate(t *testing.T) {
 	}
 }
 
+// exitForDenyStatus is docs/tools.md's exit-code table, written down here
+// apart from exitForStatus: 401 -> 5, 403 -> 6, 503 and 429 -> 7, any other
+// refusal (400, 404, 405, ...) -> 10.
+var exitForDenyStatus = map[int]int{400: 10, 401: 5, 403: 6, 404: 10, 405: 10, 429: 7, 503: 7}
+
 func TestProbeHTTPDenies(t *testing.T) {
 	for _, r := range contractReasons(t) {
 		if !strings.HasPrefix(r.name, "Reason") {
@@ -130,7 +135,11 @@ func TestProbeHTTPDenies(t *testing.T) {
 			env := newTestEnv(t, false)
 			env.bridge.deny = r.value
 			code, out, _ := runProbe(t, env.args()...)
-			if want := exitForStatus(r.value.HTTPStatus()); code != want {
+			want, ok := exitForDenyStatus[r.value.HTTPStatus()]
+			if !ok {
+				t.Fatalf("status %d of %s is not in docs/tools.md's exit-code table", r.value.HTTPStatus(), r.value)
+			}
+			if code != want {
 				t.Errorf("exit %d, want %d", code, want)
 			}
 			fix, _ := FixFor(r.value)
