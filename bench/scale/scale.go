@@ -3,7 +3,7 @@
 // replicas each as the Pod runs it (wirekube-extauthz, wirekube-bridge on
 // that extauthz's revocation stream, the shipped nginx config as the TLS
 // front, each its own process; a reference relay per replica), and Agents
-// agents with Pod-bound tokens (a Pod and a WireKubePeer each)
+// agents with Pod-bound tokens (a Node, a Pod and a WireKubePeer each)
 // from load generator processes following the real agent's reconnect
 // policy. It measures memory and CPU per process at rest, a burst of Pod
 // deletions (exactly those sessions closed, and how fast), and one replica
@@ -211,7 +211,7 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 	if err := r.seed(ctx, sa); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.out, "scale: %d agents' Pod and WireKubePeer created in %s\n", r.cfg.Agents, time.Since(seedStart).Round(time.Second))
+	fmt.Fprintf(r.out, "scale: %d agents' Node, Pod and WireKubePeer created in %s\n", r.cfg.Agents, time.Since(seedStart).Round(time.Second))
 	bins, err := stack.BuildRepoBinaries(ctx, repo, filepath.Join(r.dir, "bin"), r.out)
 	if err != nil {
 		return err
@@ -270,12 +270,11 @@ func (r *run) extauthzKubeconfig(ctx context.Context, repo string) (string, erro
 	return path, err
 }
 
-// seed creates each agent's Pod (spec.nodeName set: no scheduler runs)
-// and the WireKubePeer of that node, and signs its Pod-bound token with the
-// cluster's ServiceAccount key (what the TokenRequest API would issue; the
-// API server accepts it as its own). No Node objects: a Pod-bound token's
-// binding is the Pod, whose nodeName names the peer, and creating 25,000
-// more objects on this machine costs minutes.
+// seed creates each agent's Node, its Pod on it (spec.nodeName set: no
+// scheduler runs) and the WireKubePeer of that node (extauthz admits a
+// Pod-bound token only while the Pod's Node exists), and signs its
+// Pod-bound token with the cluster's ServiceAccount key (what the
+// TokenRequest API would issue; the API server accepts it as its own).
 func (r *run) seed(ctx context.Context, sa *corev1.ServiceAccount) error {
 	r.agents = make([]*agent, r.cfg.Agents)
 	g, gctx := errgroup.WithContext(ctx)
@@ -285,6 +284,10 @@ func (r *run) seed(ctx context.Context, sa *corev1.ServiceAccount) error {
 			a := &agent{node: fmt.Sprintf("scale-%05d", i), replica: i % r.cfg.Replicas}
 			a.pod = "agent-" + a.node
 			a.key = relayproto.Key{0x5c, byte(i >> 16), byte(i >> 8), byte(i), 0xa1}
+			if _, err := r.client.CoreV1().Nodes().Create(gctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.node}},
+				metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("node %s: %w", a.node, err)
+			}
 			pod, err := r.client.CoreV1().Pods(stack.Namespace).Create(gctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: a.pod, Labels: map[string]string{"app": "wirekube-agent"}},
 				Spec: corev1.PodSpec{ServiceAccountName: agentSA, NodeName: a.node, AutomountServiceAccountToken: new(false),
@@ -321,6 +324,9 @@ func (r *run) connect(ctx context.Context, res *Result) error {
 		fronts[i] = rep.front
 	}
 	start := time.Now()
+	r.mu.Lock()
+	r.failsSince = start // refusals while connecting, for the error below
+	r.mu.Unlock()
 	for gi := range ngen {
 		spec := genSpec{Fronts: fronts, CAFile: filepath.Join(r.dir, "front-ca.crt"), Rate: r.cfg.Rate / float64(ngen)}
 		for i := gi; i < r.cfg.Agents; i += ngen {
@@ -345,7 +351,9 @@ func (r *run) connect(ctx context.Context, res *Result) error {
 		n := r.count(func(a *agent) bool { return a.up })
 		return n == r.cfg.Agents, fmt.Sprintf("%d of %d agents admitted", n, r.cfg.Agents)
 	}); err != nil {
-		return fmt.Errorf("connect: %w", err)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return fmt.Errorf("connect: %w; refused dials by [status reason]: %v", err, r.fails)
 	}
 	res.ConnectTime = time.Since(start)
 	res.Generators = ngen
@@ -593,7 +601,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	}
 	killAt := time.Now()
 	r.mu.Lock()
-	r.failsSince = killAt
+	r.failsSince, r.fails = killAt, map[string]int{}
 	r.mu.Unlock()
 	for _, p := range []*stack.Proc{victim.nginx, victim.extauthz, victim.bridge} {
 		if err := p.Signal(syscall.SIGKILL); err != nil {

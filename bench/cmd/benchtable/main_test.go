@@ -1,11 +1,116 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/wirekube/relay-ws/internal/test/benchrow"
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
+
+// TestREADMEFiguresArePrintedByABenchmark: every row of every table in the
+// README's Performance section names a figure that the benchmark code
+// prints (a string literal of a file that builds benchrow rows), so a
+// figure that no benchmark prints any more cannot stay in the README.
+func TestREADMEFiguresArePrintedByABenchmark(t *testing.T) {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	figures := performanceFigures(t, string(readme))
+	if len(figures) < 20 {
+		t.Fatalf("README's Performance section has %d figure rows; want the whole make bench table", len(figures))
+	}
+	printed := printedFigures(t, root)
+	for _, f := range figures {
+		if !printed[f] {
+			t.Errorf("README Performance figure %q: no benchmark prints it (no such literal in a file that builds benchrow rows)", f)
+		}
+	}
+}
+
+// performanceFigures returns the first cell of every table row in the
+// section "## Performance", except each table's header and separator.
+func performanceFigures(t *testing.T, readme string) []string {
+	_, sec, ok := strings.Cut(readme, "\n## Performance\n")
+	if !ok {
+		t.Fatal("README has no ## Performance section")
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	var out []string
+	inTable := false
+	for _, line := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		cells := strings.Split(line, "|")
+		first := strings.TrimSpace(cells[1])
+		if !inTable { // the header
+			inTable = true
+			continue
+		}
+		if strings.Trim(first, "-: ") == "" { // the separator
+			continue
+		}
+		out = append(out, first)
+	}
+	return out
+}
+
+// printedFigures collects the string literals of every Go file that uses
+// benchrow (or is package benchtable).
+func printedFigures(t *testing.T, root string) map[string]bool {
+	lits := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".cache" || d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		uses := f.Name.Name == "main" && filepath.Base(filepath.Dir(path)) == "benchtable"
+		for _, imp := range f.Imports {
+			uses = uses || strings.HasSuffix(imp.Path.Value, `/internal/test/benchrow"`)
+		}
+		if !uses {
+			return nil
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if bl, ok := n.(*ast.BasicLit); ok && bl.Kind == token.STRING {
+				if s, err := strconv.Unquote(bl.Value); err == nil {
+					lits[s] = true
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lits
+}
 
 // TestReportCollectsRowsAndMetrics: the table holds the marked rows and the
 // rows built from go test -bench metric lines, with their values.
