@@ -17,7 +17,7 @@
 // gorilla/websocket performs the handshake and writes to the client; the
 // bridge reads the client's frames itself (wsdecode.go) so that it can wait
 // for data without holding a buffer and read many messages per system call.
-// Per session it runs two goroutines (one reading each side) and two timers
-// (register deadline, pings); buffers are borrowed from a pool only while
+// Per session it runs two goroutines (one reading each side) and three
+// timers (register deadline, pings, token expiry); buffers are borrowed from a pool only while
 // bytes are in flight, so an idle session costs about 12 KiB.
 package bridge
