@@ -20,6 +20,10 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       ./bridge/cmd/wirekube-bridge \
       ./tools/cmd/wirekube-relay-probe \
       ./tools/cmd/wirekube-relay-token
+# The mount point of the revocation socket's volume (docs/revocation.md):
+# owned by the runtime user so that a fresh compose volume, which starts as
+# a copy of it, is writable for extauthz (Kubernetes emptyDirs are anyway).
+RUN mkdir -p /out-run/wirekube-revocation
 
 # No shell, no package manager; runs as uid 65532 (nonroot).
 FROM gcr.io/distroless/static-debian12:nonroot
@@ -30,6 +34,7 @@ LABEL org.opencontainers.image.title="wirekube-relay-ws" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/ /usr/local/bin/
+COPY --from=build --chown=65532:65532 /out-run/ /run/
 USER 65532:65532
 # No ENTRYPOINT: the image holds four programs; name one as the command,
 # for example /usr/local/bin/wirekube-bridge --help.

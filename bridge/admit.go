@@ -25,6 +25,10 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, id, reason, err)
 		return
 	}
+	if !s.revoker.vouching() { // it could not end this session if it had to
+		s.deny(w, r, id, contract.ReasonRevocationUnavailable, nil)
+		return
+	}
 	probe := isProbe(r)
 	ticket, reason := s.admitPeer(w, id, probe)
 	if reason != "" {

@@ -28,12 +28,14 @@ import (
 // no longer vouch for are closed after --revocation-stale-timeout. The
 // bridge itself holds no Kubernetes credentials. Safe for concurrent use.
 type revoker struct {
-	addr  string
-	stale time.Duration
-	grace time.Duration
-	log   *slog.Logger
-	m     *revocationMetrics
-	now   func() time.Time
+	addr       string
+	secretFile string
+	stale      time.Duration
+	unready    time.Duration // out of sync this long: not ready, no upgrades
+	grace      time.Duration
+	log        *slog.Logger
+	m          *revocationMetrics
+	now        func() time.Time
 
 	mu        sync.Mutex
 	seq       uint64
@@ -42,13 +44,15 @@ type revoker struct {
 	pending   []revocation.Op // ops for the open stream, in order
 	gen       uint64          // generation of the open stream's list
 	inSync    bool            // extauthz acknowledged the list of gen
+	synced    bool            // inSync was true once
 	downSince time.Time       // when the stream last stopped being in sync
 	wake      chan struct{}
 }
 
 func newRevoker(cfg *Config, log *slog.Logger, m *revocationMetrics) *revoker {
 	return &revoker{
-		addr: cfg.RevocationAddr, stale: cfg.RevocationStaleTimeout, grace: cfg.TokenExpiryGrace,
+		addr: cfg.RevocationAddr, secretFile: cfg.RevocationSecretFile, stale: cfg.RevocationStaleTimeout,
+		unready: cfg.RevocationUnreadyAfter, grace: cfg.TokenExpiryGrace,
 		log: log, m: m, now: time.Now, live: map[uint64]*session{}, downSince: time.Now(),
 		wake: make(chan struct{}, 1),
 	}
@@ -112,6 +116,8 @@ func (r *revoker) run(ctx context.Context) error {
 	}
 	conn, err := grpc.NewClient(r.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(revocation.SecretCredentials{Path: r.secretFile}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(revocation.MaxMessage)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 15 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 2 * time.Second,
 			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
@@ -211,7 +217,7 @@ func (r *revoker) sendPending(ctx context.Context, cs grpc.ClientStream, recvDon
 // receive applies what extauthz sends until the stream ends.
 func (r *revoker) receive(cs grpc.ClientStream, gen uint64) error {
 	for {
-		ops, err := revocation.Recv(cs, revocation.Kind.FromExtauthz)
+		ops, err := revocation.RecvFromExtauthz(cs)
 		if err != nil {
 			return err
 		}
@@ -229,7 +235,7 @@ func (r *revoker) receive(cs grpc.ClientStream, gen uint64) error {
 func (r *revoker) markSynced() {
 	r.mu.Lock()
 	n := len(r.live)
-	r.inSync = true
+	r.inSync, r.synced = true, true
 	r.mu.Unlock()
 	r.m.connected.Set(1)
 	r.m.resyncs.Inc()

@@ -3,6 +3,8 @@ package bridge
 import (
 	"net"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,11 +22,19 @@ import (
 // fakeWatch is extauthz's end of the revocation stream: it records the
 // bindings each stream holds and lets the test revoke or hang up.
 type fakeWatch struct {
-	mu       sync.Mutex
-	bindings map[uint64]string // of the current stream
-	acked    int               // lists acknowledged
-	streams  chan grpc.ServerStream
-	hangup   chan struct{}
+	mu         sync.Mutex
+	bindings   map[uint64]string // of the current stream
+	acked      int               // lists acknowledged
+	streams    chan grpc.ServerStream
+	hangup     chan struct{}
+	addr       string // unix:/path of its listener
+	secret     string // required on every call
+	secretFile string
+}
+
+// use points o at f: its socket and its secret file.
+func (f *fakeWatch) use(o *Options) {
+	o.RevocationAddr, o.RevocationSecretFile = f.addr, f.secretFile
 }
 
 func (f *fakeWatch) Watch(stream grpc.ServerStream) error {
@@ -36,7 +46,7 @@ func (f *fakeWatch) Watch(stream grpc.ServerStream) error {
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			ops, err := revocation.Recv(stream, revocation.Kind.FromBridge)
+			ops, err := revocation.RecvFromBridge(stream)
 			if err != nil {
 				errc <- err
 				return
@@ -90,19 +100,29 @@ func (f *fakeWatch) idOf(t *testing.T, peer string) uint64 {
 	return 0
 }
 
-func startFakeWatch(t *testing.T) (*fakeWatch, string) {
+// startFakeWatch serves f on a Unix socket behind a secret, as extauthz
+// does; stop ends the server (the stream is lost, nothing listens).
+func startFakeWatch(t *testing.T) (f *fakeWatch, stop func()) {
 	t.Helper()
-	f := &fakeWatch{streams: make(chan grpc.ServerStream, 16), hangup: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
+	dir := t.TempDir()
+	f = &fakeWatch{streams: make(chan grpc.ServerStream, 16), hangup: make(chan struct{}),
+		addr: "unix:" + filepath.Join(dir, "revocation.sock"), secret: revocation.NewSecret(), secretFile: filepath.Join(dir, "secret")}
+	must(t, revocation.WriteSecretFile(f.secretFile, f.secret))
+	ln, err := net.Listen("unix", strings.TrimPrefix(f.addr, "unix:"))
+	must(t, err)
+	gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if err := revocation.CheckSecret(ss.Context(), f.secret); err != nil {
+			return err
+		}
+		return h(srv, ss)
+	}))
 	revocation.Register(gs, f)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gs.Serve(ln) }()
-	t.Cleanup(func() { gs.Stop(); <-done })
-	return f, ln.Addr().String()
+	var once sync.Once
+	stop = func() { once.Do(func() { gs.Stop(); <-done }) }
+	t.Cleanup(stop)
+	return f, stop
 }
 
 // boundIdentity is identity(k) for peer with its binding header.
@@ -132,8 +152,9 @@ func waitHeld(t *testing.T, f *fakeWatch, n int) {
 // its session with 1008 and the reason, an ended session is removed, and
 // after a lost stream the bridge resends the full list.
 func TestRevocationStream(t *testing.T) {
-	f, addr := startFakeWatch(t)
-	h := startBridge(t, func(o *Options) { o.RevocationAddr = addr })
+	f, _ := startFakeWatch(t)
+	h := startBridge(t, f.use)
+	h.waitVouching(t)
 	a := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
 	b := h.registerAs(t, boundIdentity("node-b", testKey(2)), testKey(2))
 	c := h.registerAs(t, boundIdentity("node-c", testKey(3)), testKey(3))
@@ -178,14 +199,19 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestRevocationStale: with extauthz unreachable, sessions are admitted
-// (extauthz already judged them) and closed after the stale timeout.
+// TestRevocationStale: once extauthz is gone, a session it admitted
+// is closed after the stale timeout.
 func TestRevocationStale(t *testing.T) {
+	f, stop := startFakeWatch(t)
 	h := startBridge(t, func(o *Options) {
-		o.RevocationAddr = testutil.ClosedAddr(t)
+		f.use(o)
 		o.RevocationStaleTimeout = time.Second // Register is written well before
+		o.RevocationUnreadyAfter = time.Second
 	})
+	h.waitVouching(t)
 	ws := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
+	waitHeld(t, f, 1)
+	stop()
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRevocationStale)
 	wantAuthCloses(t, h, map[string]float64{causeRevocationStale: 1, causeRevoked: 0, causeTokenExpired: 0})
 	if got := promtest.ToFloat64(h.srv.revoker.m.connected); got != 0 {
@@ -223,8 +249,9 @@ func wantAuthCloses(t *testing.T, h *harness, want map[string]float64) {
 // TestBindingHeaderRules: with the stream on, the binding is required and
 // must agree with the other identity headers.
 func TestBindingHeaderRules(t *testing.T) {
-	_, addr := startFakeWatch(t)
-	h := startBridge(t, func(o *Options) { o.RevocationAddr = addr })
+	f, _ := startFakeWatch(t)
+	h := startBridge(t, f.use)
+	h.waitVouching(t)
 	k := testKey(1)
 	other := boundIdentity("node-b", k).Get(contract.HeaderBinding)
 	for _, tc := range []struct {
@@ -249,4 +276,11 @@ func TestBindingHeaderRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitVouching waits until the stream is in sync: before, upgrades are
+// refused (revocation_unavailable).
+func (h *harness) waitVouching(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, "revocation stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.m.connected) == 1 })
 }

@@ -131,6 +131,9 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "draining", http.StatusServiceUnavailable)
 		return
 	}
+	if s.revocationUnready(w) {
+		return
+	}
 	if err := s.ready.check(r.Context()); err != nil {
 		http.Error(w, "relay unreachable", http.StatusServiceUnavailable)
 		return

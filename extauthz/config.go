@@ -42,6 +42,8 @@ type Config struct {
 	maxReviewWait  time.Duration
 	reviewQPS      float64
 	reviewBurst    int
+	// The revocation Watch listener (watch_options.go).
+	watch WatchOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -75,6 +77,7 @@ func (o *Options) Complete() (*Config, error) {
 		maxReviewWait:    o.MaxReviewWait,
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
+		watch:            o.WatchOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
@@ -125,7 +128,7 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate()} {
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.WatchOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

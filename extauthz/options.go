@@ -76,6 +76,8 @@ type Options struct {
 	// VerifyOptions: local token verification, the degraded mode and the
 	// review gate.
 	VerifyOptions
+	// WatchOptions: the revocation Watch listener (watch_options.go).
+	WatchOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -105,6 +107,7 @@ func DefaultOptions() Options {
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
 		},
+		WatchOptions: DefaultWatchOptions(),
 	}
 }
 
@@ -132,6 +135,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)
+	o.WatchOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming

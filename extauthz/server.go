@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
-	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
 // shutdownTimeout bounds the graceful stop of each server.
@@ -95,7 +94,6 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	gs := grpc.NewServer(append(watchKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
 	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
-	revocation.Register(gs, hub)
 	healthpb.RegisterHealthServer(gs, hs)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -122,21 +120,29 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		return nil
 	})
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
+	if lns.revocation != nil {
+		rs := revocationServer(hub, lns.secret)
+		g.Go(func() error { return serveRevocation(gctx, rs, lns.revocation, cfg.watch.RevocationSecretFile, log) })
+	}
 	if lns.http != nil {
 		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
 	}
 	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, ready)), lns.metrics) })
-	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String())
+	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String(),
+		"revocation", addrOf(lns.revocation))
 	return g.Wait()
 }
 
-type listeners struct{ grpc, http, metrics net.Listener }
+type listeners struct {
+	grpc, http, metrics, revocation net.Listener
+	secret                          string // of the revocation listener
+}
 
 func listenAll(cfg *Config) (*listeners, error) {
 	var l listeners
 	var err error
 	closeAll := func() {
-		for _, ln := range []net.Listener{l.grpc, l.http, l.metrics} {
+		for _, ln := range []net.Listener{l.grpc, l.http, l.metrics, l.revocation} {
 			if ln != nil {
 				_ = ln.Close()
 			}
@@ -154,6 +160,12 @@ func listenAll(cfg *Config) (*listeners, error) {
 	if l.metrics, err = netutil.Listen(cfg.metricsListen); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	if cfg.watch.RevocationListen != "" {
+		if l.revocation, l.secret, err = listenRevocation(cfg.watch); err != nil {
+			closeAll()
+			return nil, err
+		}
 	}
 	return &l, nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
@@ -89,27 +91,27 @@ func (h *WatchHub) Watch(stream grpc.ServerStream) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	defer context.AfterFunc(h.ctx, cancel)()
-	select {
-	case <-h.ready:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	st := newWatchStream()
-	h.mu.Lock()
-	h.streams[st] = struct{}{}
-	h.mu.Unlock()
+	if err := h.join(st); err != nil {
+		return err
+	}
 	defer func() {
 		h.mu.Lock()
 		delete(h.streams, st)
 		h.mu.Unlock()
 	}()
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	h.log.Info("revocation stream opened")
 	recvErr := make(chan error, 1)
 	h.recv.Add(1)
 	go func() {
 		defer h.recv.Done()
 		defer cancel()
-		recvErr <- st.receive(stream)
+		recvErr <- st.receive(ctx, stream, h.metrics.backpressure.Inc)
 	}()
 	err := h.serve(ctx, st, stream)
 	select {
@@ -122,6 +124,22 @@ func (h *WatchHub) Watch(stream grpc.ServerStream) error {
 		return nil
 	}
 	return err
+}
+
+// join adds st to the hub's streams, or refuses it (ResourceExhausted)
+// when --revocation-max-streams are open: a stream that waits for the
+// caches counts too.
+func (h *WatchHub) join(st *watchStream) error {
+	limit := h.authz.cfg.watch.RevocationMaxStreams
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.streams) >= limit {
+		h.metrics.refused.WithLabelValues(refusedStreamsLimit).Inc()
+		h.log.Warn("revocation stream refused: --revocation-max-streams open", slog.Int("limit", limit))
+		return status.Errorf(codes.ResourceExhausted, "revocation: %d streams open (--revocation-max-streams)", limit)
+	}
+	h.streams[st] = struct{}{}
+	return nil
 }
 
 func errString(err error) string {
@@ -186,7 +204,14 @@ func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) contract.Reason {
 	if err != nil {
 		return contract.CloseRevoked // not a binding this extauthz issues: cannot vouch
 	}
-	st.add(op.ID, b)
+	limit := h.authz.cfg.watch.RevocationMaxBindings
+	if added, first := st.add(op.ID, b, limit); !added {
+		if first {
+			h.log.Warn("revocation stream at --revocation-max-bindings: sessions beyond it are revoked (revocation_limit)",
+				slog.Int("limit", limit))
+		}
+		return contract.CloseRevocationLimit // cannot watch it: cannot vouch
+	}
 	r := h.authz.rejudge(b)
 	if r != "" {
 		st.remove(op.ID)

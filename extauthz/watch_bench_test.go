@@ -50,7 +50,7 @@ func BenchmarkRevocationBurst(b *testing.B) {
 		}
 		lastDelete := time.Now()
 		for n := 0; n < burst; {
-			ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+			ops, err := revocation.RecvFromExtauthz(c.stream)
 			must(b, err)
 			n += len(ops)
 		}

@@ -1,12 +1,18 @@
 package extauthz
 
 import (
-	"time"
-
+	"context"
 	"sync"
+	"time"
 
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
+
+// maxPendingOps bounds the ops received from a bridge and not yet judged.
+// Past it the stream stops reading (back-pressure: gRPC flow control then
+// stops the sender) until the judge, which waits for its own sends, takes
+// them: a bridge that sends without reading cannot grow extauthz's memory.
+const maxPendingOps = 4 * revocation.MaxOps
 
 // watchStream is the state of one bridge's stream: the bindings it holds
 // and an index from watched object to the bindings that read it, the ops
@@ -18,12 +24,14 @@ type watchStream struct {
 	pending  []revocation.Op
 	dirty    map[string]time.Time // key -> first change not yet judged
 	wake     chan struct{}        // capacity 1: something is pending
+	room     chan struct{}        // capacity 1: take made room in pending
+	limited  bool                 // an Add was refused for the bindings bound (logged once)
 }
 
 func newWatchStream() *watchStream {
 	return &watchStream{
 		bindings: map[uint64]revocation.Binding{}, index: map[string]map[uint64]struct{}{},
-		dirty: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		dirty: map[string]time.Time{}, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 	}
 }
 
@@ -34,18 +42,44 @@ func (st *watchStream) signal() {
 	}
 }
 
-// receive reads the bridge's messages until the stream ends. Any message
-// that does not decode ends the stream: the bridge then resyncs.
-func (st *watchStream) receive(stream revocation.Stream) error {
+// receive reads the bridge's messages until the stream ends or ctx is
+// done. Any message that does not validate ends the stream: the bridge then
+// resyncs. While maxPendingOps are pending it reads nothing (onPause counts
+// each such pause).
+func (st *watchStream) receive(ctx context.Context, stream revocation.Stream, onPause func()) error {
 	for {
-		ops, err := revocation.Recv(stream, revocation.Kind.FromBridge)
+		ops, err := revocation.RecvFromBridge(stream)
 		if err != nil {
 			return err
 		}
 		st.mu.Lock()
 		st.pending = append(st.pending, ops...)
+		full := len(st.pending) >= maxPendingOps
 		st.mu.Unlock()
 		st.signal()
+		if full {
+			onPause()
+			if err := st.waitRoom(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// waitRoom blocks until take leaves fewer than maxPendingOps pending.
+func (st *watchStream) waitRoom(ctx context.Context) error {
+	for {
+		st.mu.Lock()
+		n := len(st.pending)
+		st.mu.Unlock()
+		if n < maxPendingOps {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-st.room:
+		}
 	}
 }
 
@@ -67,14 +101,26 @@ func (st *watchStream) take() ([]revocation.Op, map[string]time.Time) {
 	defer st.mu.Unlock()
 	ops, dirty := st.pending, st.dirty
 	st.pending, st.dirty = nil, map[string]time.Time{}
+	select {
+	case st.room <- struct{}{}:
+	default:
+	}
 	return ops, dirty
 }
 
-func (st *watchStream) add(id uint64, b revocation.Binding) {
+// add records b for id unless the stream already holds limit other
+// bindings; it reports whether it did, and whether this was the first
+// refusal on the stream.
+func (st *watchStream) add(id uint64, b revocation.Binding, limit int) (added, firstRefusal bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, ok := st.bindings[id]; ok {
 		st.removeLocked(id)
+	}
+	if len(st.bindings) >= limit {
+		first := !st.limited
+		st.limited = true
+		return false, first
 	}
 	st.bindings[id] = b
 	for _, k := range bindingKeys(b) {
@@ -83,6 +129,7 @@ func (st *watchStream) add(id uint64, b revocation.Binding) {
 		}
 		st.index[k][id] = struct{}{}
 	}
+	return true, false
 }
 
 func (st *watchStream) remove(id uint64) {
@@ -121,3 +168,9 @@ func (st *watchStream) size() int {
 	defer st.mu.Unlock()
 	return len(st.bindings)
 }
+
+// Reasons of revocation_streams_refused_total.
+const (
+	refusedUnauthenticated = "unauthenticated"
+	refusedStreamsLimit    = "streams_limit"
+)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -146,32 +145,62 @@ type watchClient struct {
 	hub    *WatchHub
 }
 
-func startWatch(t testing.TB, e *env) *watchClient {
+// watchServer is a hub served on a Unix socket as Run serves it
+// (revocationServer: the secret, the fixed windows, reflection).
+type watchServer struct {
+	hub        *WatchHub
+	reg        *prometheus.Registry
+	sock       string
+	secretFile string
+}
+
+func serveWatch(t testing.TB, e *env) *watchServer {
 	t.Helper()
-	hub, err := NewWatchHub(e.authz, prometheus.NewRegistry(), slog.New(slog.NewJSONHandler(suiteLog, nil)))
+	reg := prometheus.NewRegistry()
+	hub, err := NewWatchHub(e.authz, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
 	must(t, err)
 	must(t, e.in.OnChange(hub.Notify))
 	hub.MarkSynced()
-	sock := filepath.Join(t.TempDir(), "grpc.sock")
-	gs := grpc.NewServer(watchKeepalive()...)
-	revocation.Register(gs, hub)
-	ln, err := net.Listen("unix", sock)
+	dir := t.TempDir()
+	o := e.authz.cfg.watch
+	o.RevocationListen, o.RevocationSecretFile = "unix:"+filepath.Join(dir, "revocation.sock"), filepath.Join(dir, "secret")
+	ln, secret, err := listenRevocation(o)
 	must(t, err)
+	gs := revocationServer(hub, secret)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(ln) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
-	must(t, err)
 	t.Cleanup(func() {
-		cancel()
-		conn.Close()
 		hub.Shutdown()
 		gs.Stop()
 		<-served
 	})
-	return &watchClient{t: t, stream: stream, hub: hub}
+	return &watchServer{hub: hub, reg: reg, sock: filepath.Join(dir, "revocation.sock"), secretFile: o.RevocationSecretFile}
+}
+
+// dial connects as the bridge does: the socket, the secret file read per
+// call.
+func (s *watchServer) dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("unix:"+s.sock, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(revocation.SecretCredentials{Path: s.secretFile})}, opts...)...)
+	must(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func (s *watchServer) open(t testing.TB, conn *grpc.ClientConn) *watchClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
+	must(t, err)
+	return &watchClient{t: t, stream: stream, hub: s.hub}
+}
+
+func startWatch(t testing.TB, e *env) *watchClient {
+	t.Helper()
+	s := serveWatch(t, e)
+	return s.open(t, s.dial(t))
 }
 
 func (c *watchClient) send(ops ...revocation.Op) {
@@ -185,7 +214,7 @@ func (c *watchClient) until(gen uint64) map[uint64]revocation.Op {
 	c.t.Helper()
 	got := map[uint64]revocation.Op{}
 	for {
-		ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+		ops, err := revocation.RecvFromExtauthz(c.stream)
 		must(c.t, err)
 		for _, op := range ops {
 			if op.Kind == revocation.KindSyncedAck && op.ID == gen {
@@ -198,7 +227,7 @@ func (c *watchClient) until(gen uint64) map[uint64]revocation.Op {
 
 func (c *watchClient) next() revocation.Op {
 	c.t.Helper()
-	ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+	ops, err := revocation.RecvFromExtauthz(c.stream)
 	must(c.t, err)
 	if len(ops) != 1 {
 		c.t.Fatalf("got %d ops, want 1: %+v", len(ops), ops)
@@ -266,7 +295,7 @@ func TestKeySquatting(t *testing.T) {
 	must(t, err)
 	got := map[uint64]string{}
 	for len(got) < 2 {
-		ops, err := revocation.Recv(c.stream, revocation.Kind.FromExtauthz)
+		ops, err := revocation.RecvFromExtauthz(c.stream)
 		must(t, err)
 		for _, op := range ops {
 			got[op.ID] = op.Reason

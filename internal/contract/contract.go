@@ -169,7 +169,17 @@ const (
 	CloseRevoked         Reason = "authorization_revoked" // extauthz revoked it for a reason this bridge does not know
 	CloseRevocationStale Reason = "revocation_stale"      // the revocation stream was down for --revocation-stale-timeout
 	CloseSessionReplaced Reason = "session_replaced"      // a newer session of this bridge registered the same key
+	// CloseRevocationLimit: extauthz watches at most --revocation-max-bindings
+	// sessions per bridge; it revokes the ones beyond (it cannot vouch for
+	// what it does not watch).
+	CloseRevocationLimit Reason = "revocation_limit"
 )
+
+// ReasonRevocationUnavailable (503, retryable): the bridge's revocation
+// stream has been out of sync longer than --revocation-unready-after (or
+// never synced), so it admits no session it could not vouch for; its
+// /readyz fails meanwhile (docs/revocation.md).
+const ReasonRevocationUnavailable Reason = "revocation_unavailable"
 
 // HTTPStatus is the status a deny with this reason answers. Unknown reasons
 // map to 403: fail closed.
@@ -182,7 +192,7 @@ func (r Reason) HTTPStatus() int {
 	case ReasonTokenMissing, ReasonTokenMalformed, ReasonTokenInvalid, ReasonAudienceMismatch:
 		return http.StatusUnauthorized
 	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining,
-		ReasonRelayWaitFull, ReasonBridgeUnavailable:
+		ReasonRelayWaitFull, ReasonBridgeUnavailable, ReasonRevocationUnavailable:
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized

@@ -3,22 +3,52 @@ package revocation
 import (
 	"reflect"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/wirekube/relay-ws/internal/revocation/revocationpb"
 )
 
-// FuzzDecode: the Watch stream's decoder never panics, and whatever it
-// accepts encodes back to the same bytes.
-func FuzzDecode(f *testing.F) {
-	f.Add(Encode(nil, sampleOps()))
-	f.Add(Encode(nil, nil))
-	f.Add([]byte{1, 0, 1, byte(KindAdd), 0, 0, 0, 0, 0, 0, 0, 1, 0, 9, 'a'})
-	f.Add([]byte{1, 0xff, 0xff})
+// FuzzFromBridge: any bytes a peer sends as a BridgeMessage either fail
+// to validate or yield ops that render back to the same ops.
+func FuzzFromBridge(f *testing.F) {
+	seed, _ := proto.Marshal(toBridge(sampleOps()[:3]))
+	f.Add(seed)
+	f.Add([]byte{0x0a, 0x00})
+	f.Add([]byte{0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		ops, err := Decode(p)
+		var m revocationpb.BridgeMessage
+		if proto.Unmarshal(p, &m) != nil {
+			return
+		}
+		ops, err := fromBridge(&m)
 		if err != nil {
 			return
 		}
-		if back := Encode(nil, ops); !reflect.DeepEqual(back, p) {
-			t.Fatalf("re-encoded %x, decoded from %x", back, p)
+		back, err := fromBridge(toBridge(ops))
+		if err != nil || !reflect.DeepEqual(back, ops) {
+			t.Fatalf("re-rendered %+v (%v), validated %+v", back, err, ops)
+		}
+	})
+}
+
+// FuzzFromExtauthz: the same for the bridge's side of the stream.
+func FuzzFromExtauthz(f *testing.F) {
+	seed, _ := proto.Marshal(toExtauthz(sampleOps()[3:]))
+	f.Add(seed)
+	f.Add([]byte{0x0a, 0x00})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		var m revocationpb.ExtauthzMessage
+		if proto.Unmarshal(p, &m) != nil {
+			return
+		}
+		ops, err := fromExtauthz(&m)
+		if err != nil {
+			return
+		}
+		back, err := fromExtauthz(toExtauthz(ops))
+		if err != nil || !reflect.DeepEqual(back, ops) {
+			t.Fatalf("re-rendered %+v (%v), validated %+v", back, err, ops)
 		}
 	})
 }

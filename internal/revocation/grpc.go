@@ -4,40 +4,40 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/wirekube/relay-ws/internal/revocation/revocationpb"
 )
 
-// The Watch stream is a gRPC bidirectional stream on extauthz's gRPC
-// listener. Each gRPC message is a google.protobuf.BytesValue whose value
-// is one message of this package (Encode/Decode): no generated code, and
-// the bytes another process sends go through one strict, fuzzed decoder.
+// The Watch stream is the gRPC bidirectional stream of revocation.proto
+// (revocationpb), served on extauthz's --revocation-listen only. Both ends
+// go through Send and the RecvFrom functions, which validate every message
+// (fromBridge, fromExtauthz) before anything else reads it.
 const (
-	ServiceName = "wirekube.relay.revocation.v1.Revocation"
-	WatchMethod = "/" + ServiceName + "/Watch"
+	ServiceName = "wirekube.relay.revocation.v2.Revocation"
+	WatchMethod = revocationpb.Revocation_Watch_FullMethodName
 )
 
 // StreamDesc describes Watch for a client's ClientConn.NewStream.
-var StreamDesc = grpc.StreamDesc{StreamName: "Watch", ServerStreams: true, ClientStreams: true}
+var StreamDesc = revocationpb.Revocation_ServiceDesc.Streams[0]
 
 // WatchServer serves the Watch stream.
 type WatchServer interface {
 	Watch(stream grpc.ServerStream) error
 }
 
-// Register registers srv on s.
-func Register(s *grpc.Server, srv WatchServer) {
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: ServiceName,
-		HandlerType: (*WatchServer)(nil),
-		Streams: []grpc.StreamDesc{{
-			StreamName:    "Watch",
-			ServerStreams: true,
-			ClientStreams: true,
-			Handler: func(srv any, stream grpc.ServerStream) error {
-				return srv.(WatchServer).Watch(stream)
-			},
-		}},
-	}, srv)
+// watchAdapter turns a WatchServer into the generated RevocationServer.
+type watchAdapter struct {
+	revocationpb.UnimplementedRevocationServer
+	srv WatchServer
+}
+
+func (a watchAdapter) Watch(s grpc.BidiStreamingServer[revocationpb.BridgeMessage, revocationpb.ExtauthzMessage]) error {
+	return a.srv.Watch(s)
+}
+
+// Register registers srv on s as revocationpb.Revocation.
+func Register(s grpc.ServiceRegistrar, srv WatchServer) {
+	revocationpb.RegisterRevocationServer(s, watchAdapter{srv: srv})
 }
 
 // Stream is the side of the stream both ends have: grpc.ServerStream and
@@ -47,31 +47,41 @@ type Stream interface {
 	RecvMsg(m any) error
 }
 
-// Send sends ops in as many messages as Batches needs.
+// Send sends ops in as many messages as Batches needs. ops are all of one
+// end's kinds (FromBridge or FromExtauthz); mixing them is a caller bug.
 func Send(s Stream, ops []Op) error {
 	for _, batch := range Batches(ops) {
-		if err := s.SendMsg(&wrapperspb.BytesValue{Value: Encode(nil, batch)}); err != nil {
+		var m any
+		if batch[0].Kind.FromBridge() {
+			m = toBridge(batch)
+		} else {
+			m = toExtauthz(batch)
+		}
+		if err := s.SendMsg(m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Recv receives and decodes one message, keeping only the kinds allowed
-// from the other end: any other kind is ErrMessage.
-func Recv(s Stream, allowed func(Kind) bool) ([]Op, error) {
-	var m wrapperspb.BytesValue
+// RecvFromBridge receives and validates one message of the bridge.
+func RecvFromBridge(s Stream) ([]Op, error) {
+	var m revocationpb.BridgeMessage
 	if err := s.RecvMsg(&m); err != nil {
 		return nil, err
 	}
-	ops, err := Decode(m.GetValue())
-	if err != nil {
+	return fromBridge(&m)
+}
+
+// RecvFromExtauthz receives and validates one message of extauthz.
+func RecvFromExtauthz(s Stream) ([]Op, error) {
+	var m revocationpb.ExtauthzMessage
+	if err := s.RecvMsg(&m); err != nil {
 		return nil, err
 	}
-	for _, op := range ops {
-		if !allowed(op.Kind) {
-			return nil, fmt.Errorf("%w: kind %#x from the wrong end", ErrMessage, byte(op.Kind))
-		}
+	ops, err := fromExtauthz(&m)
+	if err != nil {
+		return nil, fmt.Errorf("from extauthz: %w", err)
 	}
 	return ops, nil
 }

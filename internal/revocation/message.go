@@ -1,9 +1,10 @@
 package revocation
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/wirekube/relay-ws/internal/revocation/revocationpb"
 )
 
 // Kind is the type of one Op.
@@ -45,120 +46,127 @@ type Op struct {
 // Limits of one message. A sender splits longer lists (see Batches).
 const (
 	MaxOps       = 512
-	MaxMessage   = 1 << 20 // the gRPC receive limit of extauthz
+	MaxMessage   = 1 << 20 // the gRPC receive limit of both ends
 	maxReasonLen = 64
-	version      = 1
 )
 
-// ErrMessage is returned for a message that does not decode.
+// ErrMessage is returned for a message that does not validate.
 var ErrMessage = errors.New("revocation: message invalid")
 
-// Message layout, all integers big-endian:
-//
-//	[1 byte version = 1][2 bytes op count]
-//	then per op: [1 byte kind][8 bytes id] and
-//	  Add:    [2 bytes length][binding]
-//	  Revoke: [8 bytes event unix nanoseconds][1 byte length][reason]
-//	  Remove, Synced, SyncedAck: nothing more
+// The wire format is revocationpb (revocation.proto): a BridgeMessage or an
+// ExtauthzMessage of at most MaxOps ops. toProto and the fromBridge /
+// fromExtauthz validators are the only code that touches it.
 
-// Encode appends the message holding ops to dst. It panics on a caller bug
-// (too many ops, an oversized field), never on peer input.
-func Encode(dst []byte, ops []Op) []byte {
+// toBridge renders ops of the bridge's kinds. It panics on a caller bug
+// (another kind, too many ops, an oversized binding), never on peer input.
+func toBridge(ops []Op) *revocationpb.BridgeMessage {
 	if len(ops) > MaxOps {
 		panic("revocation: too many ops in one message")
 	}
-	dst = append(dst, version)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(ops)))
+	m := &revocationpb.BridgeMessage{Ops: make([]*revocationpb.BridgeOp, 0, len(ops))}
 	for _, op := range ops {
-		dst = append(dst, byte(op.Kind))
-		dst = binary.BigEndian.AppendUint64(dst, op.ID)
+		var o revocationpb.BridgeOp
 		switch op.Kind {
 		case KindAdd:
 			if len(op.Binding) > MaxBindingLen {
 				panic("revocation: binding too long")
 			}
-			dst = binary.BigEndian.AppendUint16(dst, uint16(len(op.Binding)))
-			dst = append(dst, op.Binding...)
+			o.Op = &revocationpb.BridgeOp_Add{Add: &revocationpb.Add{Session: op.ID, Binding: op.Binding}}
+		case KindRemove:
+			o.Op = &revocationpb.BridgeOp_Remove{Remove: &revocationpb.Remove{Session: op.ID}}
+		case KindSynced:
+			o.Op = &revocationpb.BridgeOp_Synced{Synced: &revocationpb.Synced{Generation: op.ID}}
+		default:
+			panic("revocation: not a bridge op")
+		}
+		m.Ops = append(m.Ops, &o)
+	}
+	return m
+}
+
+// toExtauthz renders ops of extauthz's kinds; it panics like toBridge.
+func toExtauthz(ops []Op) *revocationpb.ExtauthzMessage {
+	if len(ops) > MaxOps {
+		panic("revocation: too many ops in one message")
+	}
+	m := &revocationpb.ExtauthzMessage{Ops: make([]*revocationpb.ExtauthzOp, 0, len(ops))}
+	for _, op := range ops {
+		var o revocationpb.ExtauthzOp
+		switch op.Kind {
 		case KindRevoke:
 			if len(op.Reason) > maxReasonLen {
 				panic("revocation: reason too long")
 			}
-			dst = binary.BigEndian.AppendUint64(dst, uint64(op.EventUnixNano))
-			dst = append(dst, byte(len(op.Reason)))
-			dst = append(dst, op.Reason...)
+			o.Op = &revocationpb.ExtauthzOp_Revoke{Revoke: &revocationpb.Revoke{
+				Session: op.ID, Reason: op.Reason, EventUnixNano: op.EventUnixNano}}
+		case KindSyncedAck:
+			o.Op = &revocationpb.ExtauthzOp_SyncedAck{SyncedAck: &revocationpb.SyncedAck{Generation: op.ID}}
+		default:
+			panic("revocation: not an extauthz op")
 		}
+		m.Ops = append(m.Ops, &o)
 	}
-	return dst
+	return m
 }
 
-// Decode parses one message strictly: known version and kinds, every
-// length checked before it is used, nothing left over. It never allocates
-// more than the ops it returns (bounded by MaxOps) and their strings.
-func Decode(p []byte) ([]Op, error) {
-	if len(p) > MaxMessage {
-		return nil, fmt.Errorf("%w: %d bytes", ErrMessage, len(p))
+// fromBridge validates a message the bridge sent: at most MaxOps ops, each
+// of one known kind, every binding within MaxBindingLen (ParseBinding
+// judges its content later). Anything else is ErrMessage.
+func fromBridge(m *revocationpb.BridgeMessage) ([]Op, error) {
+	if len(m.GetOps()) > MaxOps {
+		return nil, fmt.Errorf("%w: %d ops", ErrMessage, len(m.GetOps()))
 	}
-	if len(p) < 3 || p[0] != version {
-		return nil, fmt.Errorf("%w: no version %d header", ErrMessage, version)
-	}
-	n := int(binary.BigEndian.Uint16(p[1:3]))
-	if n > MaxOps {
-		return nil, fmt.Errorf("%w: %d ops", ErrMessage, n)
-	}
-	p = p[3:]
-	ops := make([]Op, 0, min(n, len(p)/9))
-	for range n {
-		op, rest, err := decodeOp(p)
-		if err != nil {
-			return nil, err
+	ops := make([]Op, 0, len(m.GetOps()))
+	for i, o := range m.GetOps() {
+		var op Op
+		switch v := o.GetOp().(type) {
+		case *revocationpb.BridgeOp_Add:
+			if len(v.Add.GetBinding()) > MaxBindingLen {
+				return nil, fmt.Errorf("%w: op %d: binding of %d bytes", ErrMessage, i, len(v.Add.GetBinding()))
+			}
+			op = Op{Kind: KindAdd, ID: v.Add.GetSession(), Binding: v.Add.GetBinding()}
+		case *revocationpb.BridgeOp_Remove:
+			op = Op{Kind: KindRemove, ID: v.Remove.GetSession()}
+		case *revocationpb.BridgeOp_Synced:
+			op = Op{Kind: KindSynced, ID: v.Synced.GetGeneration()}
+		default:
+			return nil, fmt.Errorf("%w: op %d: no known kind", ErrMessage, i)
 		}
 		ops = append(ops, op)
-		p = rest
-	}
-	if len(p) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMessage, len(p))
 	}
 	return ops, nil
 }
 
-func decodeOp(p []byte) (Op, []byte, error) {
-	if len(p) < 9 {
-		return Op{}, nil, fmt.Errorf("%w: truncated op", ErrMessage)
+// fromExtauthz validates a message extauthz sent: at most MaxOps ops, each
+// a Revoke with a reason code or a SyncedAck. Anything else is ErrMessage.
+func fromExtauthz(m *revocationpb.ExtauthzMessage) ([]Op, error) {
+	if len(m.GetOps()) > MaxOps {
+		return nil, fmt.Errorf("%w: %d ops", ErrMessage, len(m.GetOps()))
 	}
-	op := Op{Kind: Kind(p[0]), ID: binary.BigEndian.Uint64(p[1:9])}
-	p = p[9:]
-	switch op.Kind {
-	case KindAdd:
-		if len(p) < 2 {
-			return Op{}, nil, fmt.Errorf("%w: truncated add", ErrMessage)
+	ops := make([]Op, 0, len(m.GetOps()))
+	for i, o := range m.GetOps() {
+		var op Op
+		switch v := o.GetOp().(type) {
+		case *revocationpb.ExtauthzOp_Revoke:
+			r := v.Revoke.GetReason()
+			if r == "" || len(r) > maxReasonLen || !reasonChars(r) {
+				return nil, fmt.Errorf("%w: op %d: reason of %d bytes", ErrMessage, i, len(r))
+			}
+			op = Op{Kind: KindRevoke, ID: v.Revoke.GetSession(), Reason: r, EventUnixNano: v.Revoke.GetEventUnixNano()}
+		case *revocationpb.ExtauthzOp_SyncedAck:
+			op = Op{Kind: KindSyncedAck, ID: v.SyncedAck.GetGeneration()}
+		default:
+			return nil, fmt.Errorf("%w: op %d: no known kind", ErrMessage, i)
 		}
-		l := int(binary.BigEndian.Uint16(p))
-		if l > MaxBindingLen || len(p)-2 < l {
-			return Op{}, nil, fmt.Errorf("%w: binding of %d bytes", ErrMessage, l)
-		}
-		op.Binding = string(p[2 : 2+l])
-		return op, p[2+l:], nil
-	case KindRevoke:
-		if len(p) < 9 {
-			return Op{}, nil, fmt.Errorf("%w: truncated revoke", ErrMessage)
-		}
-		op.EventUnixNano = int64(binary.BigEndian.Uint64(p))
-		l := int(p[8])
-		if l == 0 || l > maxReasonLen || len(p)-9 < l || !reasonChars(p[9:9+l]) {
-			return Op{}, nil, fmt.Errorf("%w: reason of %d bytes", ErrMessage, l)
-		}
-		op.Reason = string(p[9 : 9+l])
-		return op, p[9+l:], nil
-	case KindRemove, KindSynced, KindSyncedAck:
-		return op, p, nil
+		ops = append(ops, op)
 	}
-	return Op{}, nil, fmt.Errorf("%w: kind %#x", ErrMessage, byte(op.Kind))
+	return ops, nil
 }
 
 // reasonChars: reason codes are lower-case words joined by '_'.
-func reasonChars(b []byte) bool {
-	for _, c := range b {
-		if (c < 'a' || c > 'z') && c != '_' {
+func reasonChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '_' {
 			return false
 		}
 	}
@@ -170,7 +178,7 @@ func reasonChars(b []byte) bool {
 func Batches(ops []Op) [][]Op {
 	var out [][]Op
 	for len(ops) > 0 {
-		n, size := 0, 3
+		n, size := 0, 0
 		for n < len(ops) && n < MaxOps && size+opSize(ops[n]) <= MaxMessage/2 {
 			size += opSize(ops[n])
 			n++
@@ -182,4 +190,6 @@ func Batches(ops []Op) [][]Op {
 	return out
 }
 
-func opSize(op Op) int { return 9 + 2 + len(op.Binding) + 9 + len(op.Reason) }
+// opSize bounds the encoded size of op: tags, lengths and varints take at
+// most 30 bytes besides the strings.
+func opSize(op Op) int { return 30 + len(op.Binding) + len(op.Reason) }

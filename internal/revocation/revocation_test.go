@@ -5,6 +5,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/wirekube/relay-ws/internal/revocation/revocationpb"
 )
 
 func sampleBinding() Binding {
@@ -70,38 +74,86 @@ func sampleOps() []Op {
 	}
 }
 
+// pipe is a Stream whose SendMsg hands the message, marshalled, to RecvMsg.
+type pipe struct{ msgs [][]byte }
+
+func (p *pipe) SendMsg(m any) error {
+	b, err := proto.Marshal(m.(proto.Message))
+	p.msgs = append(p.msgs, b)
+	return err
+}
+
+func (p *pipe) RecvMsg(m any) error {
+	b := p.msgs[0]
+	p.msgs = p.msgs[1:]
+	return proto.Unmarshal(b, m.(proto.Message))
+}
+
 func TestMessageRoundTrip(t *testing.T) {
 	ops := sampleOps()
-	got, err := Decode(Encode(nil, ops))
-	if err != nil || !reflect.DeepEqual(got, ops) {
-		t.Fatalf("Decode = %+v, %v; want %+v", got, err, ops)
+	var p pipe
+	if err := Send(&p, ops[:3]); err != nil {
+		t.Fatal(err)
 	}
-	if got, err := Decode(Encode(nil, nil)); err != nil || len(got) != 0 {
-		t.Fatalf("empty message: %v, %v", got, err)
+	if err := Send(&p, ops[3:]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := RecvFromBridge(&p)
+	if err != nil || !reflect.DeepEqual(got, ops[:3]) {
+		t.Fatalf("RecvFromBridge = %+v, %v; want %+v", got, err, ops[:3])
+	}
+	got, err = RecvFromExtauthz(&p)
+	if err != nil || !reflect.DeepEqual(got, ops[3:]) {
+		t.Fatalf("RecvFromExtauthz = %+v, %v; want %+v", got, err, ops[3:])
 	}
 }
 
-func TestDecodeRejects(t *testing.T) {
-	good := Encode(nil, sampleOps())
-	revoke := Encode(nil, []Op{{Kind: KindRevoke, ID: 1, Reason: "x"}})
+func TestFromBridgeRejects(t *testing.T) {
+	add := func(b string) *revocationpb.BridgeOp {
+		return &revocationpb.BridgeOp{Op: &revocationpb.BridgeOp_Add{Add: &revocationpb.Add{Session: 1, Binding: b}}}
+	}
+	tooMany := &revocationpb.BridgeMessage{}
+	for range MaxOps + 1 {
+		tooMany.Ops = append(tooMany.Ops, add("b"))
+	}
 	for _, tc := range []struct {
 		name string
-		in   []byte
+		in   *revocationpb.BridgeMessage
 	}{
-		{"empty", nil},
-		{"other version", append([]byte{2}, good[1:]...)},
-		{"truncated", good[:len(good)-1]},
-		{"trailing", append(append([]byte{}, good...), 0)},
-		{"count too high", []byte{1, 0xff, 0xff}},
-		{"count beyond data", []byte{1, 0, 2, byte(KindRemove), 0, 0, 0, 0, 0, 0, 0, 1}},
-		{"unknown kind", []byte{1, 0, 1, 0x42, 0, 0, 0, 0, 0, 0, 0, 1}},
-		{"binding length beyond data", []byte{1, 0, 1, byte(KindAdd), 0, 0, 0, 0, 0, 0, 0, 1, 0, 9, 'a'}},
-		{"empty reason", Encode(nil, []Op{{Kind: KindRevoke, ID: 1}})},
-		{"reason not a code", append(revoke[:len(revoke)-1], 'X')},
+		{"too many ops", tooMany},
+		{"op without kind", &revocationpb.BridgeMessage{Ops: []*revocationpb.BridgeOp{{}}}},
+		{"binding too long", &revocationpb.BridgeMessage{Ops: []*revocationpb.BridgeOp{add(strings.Repeat("b", MaxBindingLen+1))}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := Decode(tc.in); !errors.Is(err, ErrMessage) {
-				t.Fatalf("Decode = %v, want ErrMessage", err)
+			if _, err := fromBridge(tc.in); !errors.Is(err, ErrMessage) {
+				t.Fatalf("fromBridge = %v, want ErrMessage", err)
+			}
+		})
+	}
+}
+
+func TestFromExtauthzRejects(t *testing.T) {
+	revoke := func(r string) *revocationpb.ExtauthzMessage {
+		return &revocationpb.ExtauthzMessage{Ops: []*revocationpb.ExtauthzOp{
+			{Op: &revocationpb.ExtauthzOp_Revoke{Revoke: &revocationpb.Revoke{Session: 1, Reason: r}}}}}
+	}
+	tooMany := &revocationpb.ExtauthzMessage{}
+	for range MaxOps + 1 {
+		tooMany.Ops = append(tooMany.Ops, revoke("pod_not_found").Ops[0])
+	}
+	for _, tc := range []struct {
+		name string
+		in   *revocationpb.ExtauthzMessage
+	}{
+		{"too many ops", tooMany},
+		{"op without kind", &revocationpb.ExtauthzMessage{Ops: []*revocationpb.ExtauthzOp{{}}}},
+		{"empty reason", revoke("")},
+		{"reason not a code", revoke("Pod Not Found")},
+		{"reason too long", revoke(strings.Repeat("a", 65))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := fromExtauthz(tc.in); !errors.Is(err, ErrMessage) {
+				t.Fatalf("fromExtauthz = %v, want ErrMessage", err)
 			}
 		})
 	}
@@ -114,8 +166,9 @@ func TestBatches(t *testing.T) {
 	}
 	var n int
 	for _, b := range Batches(ops) {
-		if len(b) == 0 || len(b) > MaxOps || len(Encode(nil, b)) > MaxMessage {
-			t.Fatalf("batch of %d ops, %d bytes", len(b), len(Encode(nil, b)))
+		size := proto.Size(toBridge(b))
+		if len(b) == 0 || len(b) > MaxOps || size > MaxMessage {
+			t.Fatalf("batch of %d ops, %d bytes", len(b), size)
 		}
 		n += len(b)
 	}

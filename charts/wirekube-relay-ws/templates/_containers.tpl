@@ -80,6 +80,7 @@ imagePullPolicy: {{ . }}
   {{- range $x.allowedOrigins }}
   - --allowed-origins={{ . }}
   {{- end }}
+  {{- include "gw.revocationListenArgs" . | nindent 2 }}
   {{- range $x.extraArgs }}
   - {{ . }}
   {{- end }}
@@ -100,6 +101,9 @@ imagePullPolicy: {{ . }}
   {{- include "gw.securityContext" . | nindent 2 }}
   volumeMounts:
   - {name: kube-api-access, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+  {{- if .Values.bridge.revocationAddr }}
+  - {name: revocation, mountPath: /run/wirekube-revocation}
+  {{- end }}
 {{- end -}}
 
 {{- define "gw.bridgeContainer" -}}
@@ -116,11 +120,7 @@ imagePullPolicy: {{ . }}
   - --relay-addr={{ $b.relayAddr }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
-  # Always rendered: an empty value turns the revocation stream off (the flag's default is on).
-  - --revocation-addr={{ $b.revocationAddr }}
-  {{- with $b.revocationStaleTimeout }}
-  - --revocation-stale-timeout={{ . }}
-  {{- end }}
+  {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
@@ -145,4 +145,8 @@ imagePullPolicy: {{ . }}
   resources:
     {{- toYaml $b.resources | nindent 4 }}
   {{- include "gw.securityContext" . | nindent 2 }}
+  {{- if $b.revocationAddr }}
+  volumeMounts:
+  - {name: revocation, mountPath: /run/wirekube-revocation, readOnly: true}
+  {{- end }}
 {{- end -}}

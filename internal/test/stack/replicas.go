@@ -19,26 +19,56 @@ import (
 type Replicas struct {
 	Bridge2                     *Proc
 	Bridge2Addr, Bridge2Metrics string
-	NginxAddr, StandinAddr      string
-	Nginx                       *Proc
-	standinStop                 context.CancelFunc
-	standinDone                 chan error
-	standinLog                  *os.File
+	// Extauthz2 is the second replica's own extauthz (ReplicaOptions
+	// OwnExtauthz; nil otherwise): its revocation stream, as in a second
+	// Pod. It answers no checks: the fronts call the stack's extauthz.
+	Extauthz2              *Proc
+	NginxAddr, StandinAddr string
+	Nginx                  *Proc
+	standinStop            context.CancelFunc
+	standinDone            chan error
+	standinLog             *os.File
 }
 
-// StartReplicas starts the second bridge (same flags as the stack's, plus
-// extraBridgeArgs) and the two-bridge fronts. Close stops all of them.
+// ReplicaOptions configure StartReplicasWith.
+type ReplicaOptions struct {
+	// BridgeArgs are flags of the second bridge beyond the stack's.
+	BridgeArgs []string
+	// OwnExtauthz gives the second bridge its own extauthz for its
+	// revocation stream (as in another Pod) instead of the stack's.
+	OwnExtauthz bool
+}
+
+// StartReplicas starts the second bridge (same flags as the stack's, its
+// revocation stream to the stack's extauthz, plus extraBridgeArgs) and the
+// two-bridge fronts. Close stops all of them.
 func (s *Stack) StartReplicas(ctx context.Context, extraBridgeArgs ...string) (*Replicas, error) {
+	return s.StartReplicasWith(ctx, ReplicaOptions{BridgeArgs: extraBridgeArgs})
+}
+
+// StartReplicasWith is StartReplicas with options. The second bridge is
+// ready (its /readyz answers 200) only once its revocation stream is in
+// sync.
+func (s *Stack) StartReplicasWith(ctx context.Context, o ReplicaOptions) (*Replicas, error) {
 	r := &Replicas{}
 	if err := repickAddrs(&r.Bridge2Addr, &r.Bridge2Metrics, &r.NginxAddr); err != nil {
 		return nil, err
 	}
+	revArgs := s.RevocationArgs()
+	if o.OwnExtauthz {
+		var err error
+		if revArgs, err = r.startExtauthz2(ctx, s); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	args := append([]string{
 		"--listen=" + r.Bridge2Addr, "--metrics-listen=" + r.Bridge2Metrics, "--relay-addr=" + s.RelayAddr,
 		"--log-format=json",
-	}, append(append([]string(nil), s.opts.BridgeArgs...), extraBridgeArgs...)...)
+	}, append(append(revArgs, s.opts.BridgeArgs...), o.BridgeArgs...)...)
 	p, err := s.procs.Start("bridge2", s.opts.Bins["wirekube-bridge"], args...)
 	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	r.Bridge2 = p
@@ -51,6 +81,34 @@ func (s *Stack) StartReplicas(ctx context.Context, extraBridgeArgs ...string) (*
 		return nil, err
 	}
 	return r, nil
+}
+
+// startExtauthz2 starts the second replica's extauthz (same kubeconfig and
+// flags as the stack's, its own ports and revocation directory) and
+// returns the bridge flags of its revocation stream.
+func (r *Replicas) startExtauthz2(ctx context.Context, s *Stack) ([]string, error) {
+	var grpcAddr, metrics string
+	if err := repickAddrs(&grpcAddr, &metrics); err != nil {
+		return nil, err
+	}
+	sock, secret, err := revocationDir()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--grpc-listen=" + grpcAddr, "--http-listen=", "--metrics-listen=" + metrics,
+		"--kubeconfig=" + s.opts.ExtauthzKubeconfig, "--revocation-listen=" + sock,
+		"--revocation-secret-file=" + secret, "--log-format=json",
+	}, s.opts.ExtauthzArgs...)
+	p, err := s.procs.Start("extauthz2", s.opts.Bins["wirekube-extauthz"], args...)
+	if err != nil {
+		return nil, err
+	}
+	r.Extauthz2 = p
+	if err := WaitFor(ctx, p, startTimeout, HTTPOK("http://"+metrics+"/readyz")); err != nil {
+		return nil, err
+	}
+	return []string{"--revocation-addr=" + sock, "--revocation-secret-file=" + secret}, nil
 }
 
 func (r *Replicas) startFronts(ctx context.Context, s *Stack) error {
@@ -103,7 +161,7 @@ func (r *Replicas) Close() error {
 		r.standinLog.Close()
 		r.standinStop = nil
 	}
-	for _, p := range []*Proc{r.Nginx, r.Bridge2} {
+	for _, p := range []*Proc{r.Nginx, r.Bridge2, r.Extauthz2} {
 		if p != nil {
 			errs = append(errs, p.Stop(startTimeout))
 		}

@@ -75,6 +75,10 @@ type Stack struct {
 
 	RelayAddr, ExtauthzGRPC, ExtauthzHTTP, ExtauthzMetrics string
 	BridgeAddr, BridgeMetrics, NginxAddr, StandinAddr      string
+	// RevocationSocket (unix:/path) and RevocationSecret are extauthz's
+	// revocation listener and the secret file it writes, in a directory of
+	// their own as the Pod's emptyDir (docs/revocation.md).
+	RevocationSocket, RevocationSecret string
 
 	FrontCA *CA // signs the fronts' serving certificate: clients trust only it
 
@@ -119,6 +123,9 @@ func StartStack(ctx context.Context, procs *Procs, o StackOptions) (*Stack, erro
 	if s.FrontCA, err = NewCA("wirekube-e2e-front-ca"); err != nil {
 		return nil, err
 	}
+	if s.RevocationSocket, s.RevocationSecret, err = revocationDir(); err != nil {
+		return nil, err
+	}
 	steps := []func(context.Context) error{s.StartRelay, s.StartExtauthz, s.StartBridge, s.startNginx, s.startGRPCFront}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -151,6 +158,7 @@ func (s *Stack) StartExtauthz(ctx context.Context) error {
 		args := append([]string{
 			"--grpc-listen=" + s.ExtauthzGRPC, "--http-listen=" + s.ExtauthzHTTP,
 			"--metrics-listen=" + s.ExtauthzMetrics, "--kubeconfig=" + s.opts.ExtauthzKubeconfig,
+			"--revocation-listen=" + s.RevocationSocket, "--revocation-secret-file=" + s.RevocationSecret,
 			"--log-format=json",
 		}, s.opts.ExtauthzArgs...)
 		p, err := s.procs.Start("extauthz", s.opts.Bins["wirekube-extauthz"], args...)
@@ -181,8 +189,8 @@ func (s *Stack) StartBridge(ctx context.Context) error {
 	return retryPorts(ctx, s.procs.Out, "bridge", repick, func(ctx context.Context) error {
 		args := append([]string{
 			"--listen=" + s.BridgeAddr, "--metrics-listen=" + s.BridgeMetrics, "--relay-addr=" + s.RelayAddr,
-			"--revocation-addr=" + s.ExtauthzGRPC, "--log-format=json",
-		}, s.opts.BridgeArgs...)
+			"--log-format=json",
+		}, append(s.RevocationArgs(), s.opts.BridgeArgs...)...)
 		p, err := s.procs.Start("bridge", s.opts.Bins["wirekube-bridge"], args...)
 		if err != nil {
 			return err
@@ -190,6 +198,22 @@ func (s *Stack) StartBridge(ctx context.Context) error {
 		s.Bridge = p
 		return addrInUse(p, WaitFor(ctx, p, startTimeout, HTTPOK("http://"+s.BridgeMetrics+"/readyz")))
 	})
+}
+
+// RevocationArgs are the bridge flags of the stack's revocation stream.
+func (s *Stack) RevocationArgs() []string {
+	return []string{"--revocation-addr=" + s.RevocationSocket, "--revocation-secret-file=" + s.RevocationSecret}
+}
+
+// revocationDir makes a short private directory for a revocation socket
+// (a Unix socket path has at most 107 bytes) and returns the socket
+// address and the secret file in it.
+func revocationDir() (socket, secret string, err error) {
+	dir, err := os.MkdirTemp("", "wkrev")
+	if err != nil {
+		return "", "", fmt.Errorf("revocation dir: %w", err)
+	}
+	return "unix:" + filepath.Join(dir, "revocation.sock"), filepath.Join(dir, "secret"), nil
 }
 
 // repick returns the re-pick function for retryPorts: fresh addresses when

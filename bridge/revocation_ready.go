@@ -1,0 +1,46 @@
+package bridge
+
+import (
+	"net"
+	"net/http"
+	"strings"
+)
+
+// vouching reports whether the bridge can vouch for a new session: the
+// revocation stream is in sync, or was in sync once and has been out of
+// sync for less than --revocation-unready-after. Before the first sync it
+// cannot. With revocation off it always can (token expiry only).
+func (r *revoker) vouching() bool {
+	if !r.enabled() {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inSync || (r.synced && r.now().Sub(r.downSince) < r.unready)
+}
+
+// revocationUnready answers /readyz 503 while the bridge cannot vouch
+// (vouching), so that the Service sends agents to another replica. It
+// reports whether it answered.
+func (s *Server) revocationUnready(w http.ResponseWriter) bool {
+	if s.revoker.vouching() {
+		return false
+	}
+	http.Error(w, "revocation stream out of sync (docs/revocation.md)", http.StatusServiceUnavailable)
+	return true
+}
+
+// loopbackOrUnix reports whether addr is unix:/path or a loopback
+// host:port: the revocation stream carries the secret and every binding in
+// plaintext, so it must not leave the Pod.
+func loopbackOrUnix(addr string) bool {
+	if strings.HasPrefix(addr, "unix:") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
