@@ -16,7 +16,8 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"relay-dial-timeout": "1s",
 		"register-timeout":   "10s", "allowed-origins": "", "ping-interval": "20s", "write-timeout": "10s",
 		"max-sessions": "20000", "drain-timeout": "30s", "log-format": "json", "log-level": "info",
-		"revocation-addr": "127.0.0.1:9001", "revocation-stale-timeout": "1m0s", "token-expiry-grace": "0s",
+		"revocation-addr": "unix:/run/wirekube-revocation/revocation.sock", "revocation-stale-timeout": "1m0s", "token-expiry-grace": "0s",
+		"revocation-secret-file": "/run/wirekube-revocation/secret", "revocation-unready-after": "10s",
 		"relay-wait": "7.5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
 		"key-mismatch-backoff-max": "1m0s",
 	}
@@ -62,6 +63,10 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--log-format", func(o *Options) { o.LogFormat = "xml" }},
 		{"--revocation-addr", func(o *Options) { o.RevocationAddr = "extauthz" }},
 		{"--revocation-addr", func(o *Options) { o.RevocationAddr = "unix:" }},
+		{"--revocation-addr", func(o *Options) { o.RevocationAddr = "10.0.0.7:9004" }},
+		{"--revocation-secret-file", func(o *Options) { o.RevocationSecretFile = "" }},
+		{"--revocation-unready-after", func(o *Options) { o.RevocationUnreadyAfter = 0 }},
+		{"--revocation-unready-after", func(o *Options) { o.RevocationUnreadyAfter = 2 * o.RevocationStaleTimeout }},
 		{"--revocation-stale-timeout", func(o *Options) { o.RevocationStaleTimeout = 0 }},
 		{"--token-expiry-grace", func(o *Options) { o.TokenExpiryGrace = -time.Second }},
 	}

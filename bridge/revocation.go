@@ -354,6 +354,8 @@ func revokedClose(r contract.Reason) *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.ClosePeerKeyChanged, nil)
 	case contract.ReasonPeerKeyDuplicate:
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyDuplicate, nil)
+	case contract.CloseRevocationLimit:
+		return closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationLimit, nil)
 	}
 	return closeWith(websocket.ClosePolicyViolation, contract.CloseRevoked, fmt.Errorf("extauthz reason %q", r))
 }

@@ -158,23 +158,29 @@ func TestRevocationStream(t *testing.T) {
 	a := h.registerAs(t, boundIdentity("node-a", testKey(1)), testKey(1))
 	b := h.registerAs(t, boundIdentity("node-b", testKey(2)), testKey(2))
 	c := h.registerAs(t, boundIdentity("node-c", testKey(3)), testKey(3))
+	d := h.registerAs(t, boundIdentity("node-d", testKey(4)), testKey(4))
 	stream := <-f.streams
-	waitHeld(t, f, 3)
+	waitHeld(t, f, 4)
 	testutil.Eventually(t, "stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.m.connected) == 1 })
 	event := time.Now().Add(-50 * time.Millisecond)
 	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-b"),
 		Reason: string(contract.ReasonPodNotFound), EventUnixNano: event.UnixNano()}}))
 	expectClose(t, b, websocket.ClosePolicyViolation, contract.ReasonPodNotFound)
-	waitHeld(t, f, 2)
+	waitHeld(t, f, 3)
 	if n := promtest.CollectAndCount(h.srv.revoker.m.lag); n != 1 {
 		t.Fatalf("lag histogram has %d series", n)
 	}
 
 	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-c"), Reason: "from_a_newer_extauthz"}}))
 	expectClose(t, c, websocket.ClosePolicyViolation, contract.CloseRevoked)
+	waitHeld(t, f, 2)
+
+	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-d"),
+		Reason: string(contract.CloseRevocationLimit)}}))
+	expectClose(t, d, websocket.ClosePolicyViolation, contract.CloseRevocationLimit)
 	waitHeld(t, f, 1)
-	// Issue 22: two revocations, no expiry.
-	wantAuthCloses(t, h, map[string]float64{causeRevoked: 2, causeTokenExpired: 0, causeRevocationStale: 0})
+	// Issue 22: three revocations (revocation_limit is one), no expiry.
+	wantAuthCloses(t, h, map[string]float64{causeRevoked: 3, causeTokenExpired: 0, causeRevocationStale: 0})
 
 	// Hang up: the bridge reconnects and lists what is live (only a).
 	f.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
@@ -56,6 +58,8 @@ func TestRun(t *testing.T) {
 	opts.GRPCListen = "unix:" + filepath.Join(dir, "grpc.sock")
 	opts.HTTPListen = "unix:" + filepath.Join(dir, "http.sock")
 	opts.MetricsListen = "unix:" + filepath.Join(dir, "metrics.sock")
+	opts.RevocationListen = "unix:" + filepath.Join(dir, "revocation.sock")
+	opts.RevocationSecretFile = filepath.Join(dir, "secret")
 	cfg, err := opts.Complete()
 	must(t, err)
 	kube := fake.NewSimpleClientset(fixtureObjects()...)
@@ -145,7 +149,33 @@ func TestRun(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	checkWatchListeners(t, conn, dir)
 	assertNoToken(t, logBuf.String(), tok)
+}
+
+// checkWatchListeners: the ext_authz listener (conn) does not serve the
+// revocation stream; the revocation socket does, with the secret Run wrote.
+func checkWatchListeners(t *testing.T, conn *grpc.ClientConn, dir string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
+	must(t, err)
+	_ = revocation.Send(cs, []revocation.Op{{Kind: revocation.KindSynced, ID: 1}}) // io.EOF once refused: Recv has the status
+	if _, err := revocation.RecvFromExtauthz(cs); status.Code(err) != codes.Unimplemented {
+		t.Errorf("Watch on the ext_authz listener: %v, want Unimplemented", err)
+	}
+	rc, err := grpc.NewClient("unix:"+filepath.Join(dir, "revocation.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(revocation.SecretCredentials{Path: filepath.Join(dir, "secret")}))
+	must(t, err)
+	defer rc.Close()
+	ws, err := rc.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
+	must(t, err)
+	must(t, revocation.Send(ws, []revocation.Op{{Kind: revocation.KindSynced, ID: 1}}))
+	ops, err := revocation.RecvFromExtauthz(ws)
+	if err != nil || len(ops) != 1 || ops[0].Kind != revocation.KindSyncedAck {
+		t.Errorf("Watch on the revocation socket: %+v, %v; want the SyncedAck", ops, err)
+	}
 }
 
 func assertHealth(t *testing.T, hc healthpb.HealthClient, want healthpb.HealthCheckResponse_ServingStatus) {

@@ -46,7 +46,7 @@ func TestWatchRefusesWithoutSecret(t *testing.T) {
 			defer cancel()
 			cs, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
 			must(t, err)
-			must(t, revocation.Send(cs, []revocation.Op{{Kind: revocation.KindSynced, ID: 1}}))
+			_ = revocation.Send(cs, []revocation.Op{{Kind: revocation.KindSynced, ID: 1}}) // io.EOF once refused: Recv has the status
 			if _, err := revocation.RecvFromExtauthz(cs); status.Code(err) != codes.Unauthenticated {
 				t.Fatalf("Recv = %v, want Unauthenticated", err)
 			}
@@ -87,7 +87,7 @@ func TestWatchStreamsBound(t *testing.T) {
 		c.until(uint64(i + 1))
 	}
 	third := s.open(t, conn)
-	third.send(revocation.Op{Kind: revocation.KindSynced, ID: 3})
+	_ = revocation.Send(third.stream, []revocation.Op{{Kind: revocation.KindSynced, ID: 3}}) // io.EOF once refused
 	if _, err := revocation.RecvFromExtauthz(third.stream); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("third stream: %v, want ResourceExhausted", err)
 	}
