@@ -37,6 +37,7 @@ func (e *env) testRecovery(t *testing.T) {
 	t.Run("relay_down_40s", func(t *testing.T) { e.recoverRelay(t, 40*time.Second) })
 	t.Run("bridge_sigterm_one_replica", e.recoverDrainOne)
 	t.Run("bridge_sigterm_two_replicas", e.recoverDrainTwo)
+	t.Run("replica_without_extauthz", e.recoverReplicaWithoutExtauthz)
 	// extauthz first: after a kube-apiserver restart its informers take a
 	// while to see new Pods and peers (new agents get 403 pod_not_found).
 	t.Run("extauthz_killed", e.recoverExtauthz)
