@@ -37,16 +37,17 @@ type revoker struct {
 	m          *revocationMetrics
 	now        func() time.Time
 
-	mu        sync.Mutex
-	seq       uint64
-	live      map[uint64]*session
-	streaming bool            // a stream is open: ops are queued for it
-	pending   []revocation.Op // ops for the open stream, in order
-	gen       uint64          // generation of the open stream's list
-	inSync    bool            // extauthz acknowledged the list of gen
-	synced    bool            // inSync was true once
-	downSince time.Time       // when the stream last stopped being in sync
-	wake      chan struct{}
+	mu          sync.Mutex
+	seq         uint64
+	live        map[uint64]*session
+	streaming   bool            // a stream is open: ops are queued for it
+	pending     []revocation.Op // ops for the open stream, in order
+	gen         uint64          // generation of the open stream's list
+	inSync      bool            // extauthz acknowledged the list of gen
+	synced      bool            // inSync was true once
+	lastFailure string          // the last error logged by logFailure
+	downSince   time.Time       // when the stream last stopped being in sync
+	wake        chan struct{}
 }
 
 func newRevoker(cfg *Config, log *slog.Logger, m *revocationMetrics) *revoker {
@@ -256,7 +257,9 @@ func (r *revoker) endStream(err error) {
 	if wasInSync {
 		r.log.Warn("revocation stream lost", slog.String("error", errString(err)),
 			slog.Duration("stale_timeout", r.stale))
+		return
 	}
+	r.logFailure(err)
 }
 
 func errString(err error) string {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,6 +18,21 @@ func (r *revoker) vouching() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.inSync || (r.synced && r.now().Sub(r.downSince) < r.unready)
+}
+
+// logFailure logs why a stream that never got in sync failed, once per
+// distinct error (a missing socket or secret file would otherwise retry
+// silently while /readyz fails).
+func (r *revoker) logFailure(err error) {
+	msg := errString(err)
+	r.mu.Lock()
+	repeat := msg == r.lastFailure
+	r.lastFailure = msg
+	r.mu.Unlock()
+	if msg != "" && !repeat {
+		r.log.Warn("revocation stream not in sync: not ready, upgrades refused (revocation_unavailable)",
+			slog.String("error", msg), slog.String("addr", r.addr))
+	}
 }
 
 // revocationUnready answers /readyz 503 while the bridge cannot vouch
