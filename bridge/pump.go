@@ -102,14 +102,11 @@ func (s *session) flushIn(ended bool) *closeError {
 		return nil
 	}
 	buf := *s.raw.b
-	wasRegistered := s.filter.registered
 	used, err := s.filter.scan(buf[:s.inLen], s.writeRelay)
 	if used > 0 {
 		s.inLen = copy(buf, buf[used:s.inLen])
 	}
-	if !wasRegistered && s.filter.registered {
-		s.registered()
-	}
+	s.noteRegistered()
 	if err != nil {
 		var ce *closeError
 		if errors.As(err, &ce) {
@@ -164,6 +161,10 @@ func (s *session) onControl(op byte, payload []byte) error {
 // writeRelay sends verified client bytes to the relay with the write
 // timeout, so a stuck relay ends only this session.
 func (s *session) writeRelay(p []byte) error {
+	// A verified Register leaves the peer's unregistered share before the
+	// relay sees it: otherwise the relay's answer to a frame in the same run
+	// can reach the agent, and its next dial be refused 429, first.
+	s.noteRegistered()
 	s.toRelayCounts.flush() // counted before the relay sees them
 	if err := s.relay.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return err
@@ -171,6 +172,15 @@ func (s *session) writeRelay(p []byte) error {
 	n, err := s.relay.Write(p)
 	s.bytesToRelay += int64(n)
 	return err
+}
+
+// noteRegistered runs registered() once, as soon as the filter has
+// verified the Register.
+func (s *session) noteRegistered() {
+	if s.filter.registered && !s.regNoted {
+		s.regNoted = true
+		s.registered()
+	}
 }
 
 // clientReadClose classifies the error that ended reading the client.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -375,5 +376,32 @@ func expectDenyHandler(t *testing.T, s *Server, reason contract.Reason) {
 	s.Handler().ServeHTTP(w, r)
 	if w.Code != reason.HTTPStatus() || w.Header().Get(contract.HeaderDenyReason) != string(reason) {
 		t.Fatalf("handler: %d %q, want %d %s", w.Code, w.Header().Get(contract.HeaderDenyReason), reason.HTTPStatus(), reason)
+	}
+}
+
+// TestRegisteredBeforeRelaySeesRegister: when the Register reaches the relay
+// the session has already left its peer's unregistered share, so the
+// relay's answer to a frame sent in the same message (the agent's echo)
+// cannot arrive before the share is free and make the peer's next dial 429.
+// Fails when the share is released only after the whole run is forwarded.
+func TestRegisteredBeforeRelaySeesRegister(t *testing.T) {
+	relay := newPipeRelay()
+	h := startBridge(t, func(o *Options) {
+		o.DialRelay = relay.dial
+		o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 2, 1
+	})
+	k := testKey(1)
+	ws := h.dial(t, identity(k))
+	end := relay.next(t)
+	send(t, ws, append(relayproto.AppendRegister(nil, k), dataFrame(k, 1, 40)...))
+	_ = end.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var hdr [relayproto.HeaderSize]byte
+	if _, err := io.ReadFull(end, hdr[:]); err != nil {
+		t.Fatalf("relay read: %v", err)
+	}
+	// The bridge is still inside its write of the run: nothing after the
+	// Register's first bytes has been read from the pipe.
+	if sessions, unreg := h.srv.peers.counts("node-a"); sessions != 1 || unreg != 0 {
+		t.Fatalf("when the relay saw Register: %d sessions, %d unregistered; want 1, 0", sessions, unreg)
 	}
 }

@@ -24,6 +24,7 @@ type session struct {
 	start  time.Time
 
 	filter                frameFilter
+	regNoted              bool // registered() ran for the verified Register
 	dec                   wsDecoder
 	raw                   streamBuf // client bytes: decoded (inLen) then not yet decoded
 	inLen                 int       // decoded client -> relay stream bytes at the start of raw
