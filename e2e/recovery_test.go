@@ -153,6 +153,10 @@ func (e *env) recoverRelay(t *testing.T, down time.Duration) {
 	stopped := time.Now()
 	fatalIf(t, e.stack.Relay.Stop(10*time.Second))
 	time.Sleep(time.Until(stopped.Add(down)))
+	// restart is before the relay listens again, back after StartRelay saw
+	// it ready: the bridge may redial and upgrade a held request in between,
+	// so the order check below uses restart.
+	restart := time.Now()
 	fatalIf(t, e.stack.StartRelay(context.Background()))
 	back := time.Now()
 	outage := back.Sub(stopped)
@@ -166,7 +170,7 @@ func (e *env) recoverRelay(t *testing.T, down time.Duration) {
 	// each agent's data path came back through a dial that was already held
 	// when the relay returned, so the outage cost no backoff step.
 	for name, r := range map[string]testagent.Report{"a": ra, "b": rb} {
-		heldAcrossReturn(t, name, r, stopped, back)
+		heldAcrossReturn(t, name, r, stopped, restart)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -103,11 +104,14 @@ func (e *env) testRelayTokenTool(t *testing.T, f front) {
 		}
 	}
 
+	// revoke says live sessions are closed: hold one open across it.
+	live := session(t, f, secretID)
 	revoked := time.Now()
 	out = e.relayToken(t, "revoke", "--peer", peer)
-	if !strings.Contains(out, "deleted ServiceAccount") || !strings.Contains(out, "until it disconnects or reconnects") {
+	if !strings.Contains(out, "deleted ServiceAccount") || !strings.Contains(out, "are closed within seconds") {
 		t.Errorf("revoke:\n%s", out)
 	}
+	wantClose(t, live, websocket.ClosePolicyViolation, contract.ReasonServiceAccountNotFound, revocationBound)
 	waitRefused(t, f.opts(id), http.StatusForbidden, contract.ReasonServiceAccountNotFound, revoked)
 	waitRefused(t, f.opts(secretID), http.StatusForbidden, contract.ReasonServiceAccountNotFound, revoked)
 }
