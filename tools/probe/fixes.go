@@ -39,15 +39,18 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonNodeMismatch:              "the token's node does not match the bound Pod's node: use the token of the agent on this node",
 	contract.ReasonServiceAccountNotFound:    "the token's ServiceAccount was deleted (revoked): issue a new token with wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerNotFound:              "no WireKubePeer exists for this identity (its node name or dedicated peer): create the WireKubePeer or check the node name",
+	contract.ReasonPeerKeyDuplicate:          "another WireKubePeer holds the same spec.publicKey, so the gateway vouches for neither: find both (kubectl get wkpeer -o custom-columns=NAME:.metadata.name,KEY:.spec.publicKey), restore the right key and rotate the copied one",
+	contract.ReasonTokenSecretBound:          "the token is bound to a Secret, which the gateway cannot follow: use the agent Pod's projected token or wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerKeyInvalid:            "the WireKubePeer's spec.publicKey is not a 32-byte base64 key: fix the peer object (kubectl get wkpeer NAME -o yaml)",
 	contract.ReasonIdentityHeaderInvalid:     "the bridge got missing or malformed X-WireKube-* identity headers: fix the proxy config so the ext_authz answer's headers reach the bridge",
 
 	// 503: fail closed, retryable.
-	contract.ReasonReviewUnavailable: "the gateway could not reach the Kubernetes API for TokenReview: retry; check ext_authz's API access and logs",
-	contract.ReasonReviewThrottled:   "TokenReview is throttled: retry later; raise ext_authz's API rate limit if it persists",
-	contract.ReasonRelayUnavailable:  "the bridge cannot reach the raw relay: check the relay Service and the bridge's /readyz",
-	contract.ReasonAtCapacity:        "the gateway is at its connection limit: retry later or scale the gateway",
-	contract.ReasonDraining:          "the gateway replica is shutting down: retry, another replica will take the connection",
+	contract.ReasonReviewUnavailable:     "the gateway could not reach the Kubernetes API for TokenReview: retry; check ext_authz's API access and logs",
+	contract.ReasonReviewThrottled:       "TokenReview is throttled: retry later; raise ext_authz's API rate limit if it persists",
+	contract.ReasonRevocationUnavailable: "the bridge is not in sync with extauthz's revocation stream, so it admits nobody it cannot vouch for: check extauthz is running in the same Pod and the revocation socket (--revocation-addr, --revocation-secret-file); retry",
+	contract.ReasonRelayUnavailable:      "the bridge cannot reach the raw relay: check the relay Service and the bridge's /readyz",
+	contract.ReasonAtCapacity:            "the gateway is at its connection limit: retry later or scale the gateway",
+	contract.ReasonDraining:              "the gateway replica is shutting down: retry, another replica will take the connection",
 
 	// Recovery and per-identity limits (issues 14 and 11).
 	contract.ReasonPeerSessionLimit:      "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",
@@ -82,6 +85,7 @@ var fixes = map[contract.Reason]string{
 	contract.CloseTokenExpired:    "the session's token expired: the client must reconnect with a fresh token before exp (kubelet rotates projected tokens)",
 	contract.ClosePeerKeyChanged:  "the WireKubePeer's spec.publicKey changed while connected: reconnect with the peer's current key",
 	contract.CloseRevoked:         "extauthz revoked the session: reconnect; the new upgrade's deny reason tells what no longer holds",
+	contract.CloseRevocationLimit: "extauthz already follows --revocation-max-bindings live sessions of this bridge: raise it with bridge.maxSessions (they must be equal) or add replicas",
 	contract.CloseRevocationStale: "the bridge lost its revocation stream to extauthz for too long: check extauthz is running and reachable from the bridge (--revocation-addr), then reconnect",
 	contract.CloseSessionReplaced: "a newer session registered the same key on this gateway: run one client per key (a second agent or probe with this key replaced this one)",
 }
