@@ -148,6 +148,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(x.rec, "Bad Request", http.StatusBadRequest)
 		return
 	}
+	stripConnectionNominated(r.Header)
 	stripClientIdentity(r.Header)
 	r.Header.Set("X-Request-Id", newRequestID())
 	switch r.URL.Path {
