@@ -383,22 +383,6 @@ func assertDenied(t *testing.T, resp *authv3.CheckResponse, reason contract.Reas
 	}
 }
 
-// TestCheckCoversEveryReason fails when a deny reason the service can answer
-// has no case in the Check table.
-func TestCheckCoversEveryReason(t *testing.T) {
-	covered := map[contract.Reason]bool{}
-	for _, tc := range checkCases() {
-		covered[tc.reason] = true
-	}
-	// review_throttled needs a blocked API and is covered by TestReviewThrottled.
-	covered[contract.ReasonReviewThrottled] = true
-	for _, r := range Reasons() {
-		if !covered[r] {
-			t.Errorf("no Check case for %s", r)
-		}
-	}
-}
-
 // specGRPCCodes reads the gRPC status.code of each deny status from
 // docs/spec.md ("sets `status.code` to `INVALID_ARGUMENT` (400), ..."), so
 // the expected codes are written down apart from grpcCode. The names are

@@ -253,19 +253,3 @@ func (a *Authorizer) checkOrigin(origins []string) contract.Reason {
 	}
 	return contract.ReasonOriginNotAllowed
 }
-
-// Reasons lists every deny reason this service answers.
-func Reasons() []contract.Reason {
-	return []contract.Reason{
-		contract.ReasonTokenMissing, contract.ReasonTokenMalformed, contract.ReasonAuthorizationRepeated,
-		contract.ReasonTokenInURL, contract.ReasonNotWebSocket, contract.ReasonRequestBody,
-		contract.ReasonPathNotAllowed, contract.ReasonOriginNotAllowed,
-		contract.ReasonTokenInvalid, contract.ReasonAudienceMismatch, contract.ReasonTokenSignatureInvalid,
-		contract.ReasonReviewUnavailable, contract.ReasonReviewThrottled,
-		contract.ReasonTokenNotBound, contract.ReasonPodNotFound, contract.ReasonPodUIDMismatch,
-		contract.ReasonPodServiceAccountMismatch, contract.ReasonPodNotScheduled, contract.ReasonNodeMismatch,
-		contract.ReasonServiceAccountNotFound, contract.ReasonIdentityNotAllowed,
-		contract.ReasonPeerNotFound, contract.ReasonPeerKeyInvalid, contract.ReasonTokenSecretBound,
-		contract.ReasonPeerKeyDuplicate,
-	}
-}
