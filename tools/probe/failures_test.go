@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,34 +101,106 @@ func TestEveryContractReasonHasAFix(t *testing.T) {
 	}
 }
 
-// closeCodes are the WebSocket close codes the bridge uses (docs/spec.md#close-reasons).
-var closeCodes = map[contract.Reason]int{
-	contract.CloseFrameTooLarge: 1009,
-	contract.CloseTextMessage:   1003,
-	contract.CloseRelayLost:     1011,
-	contract.CloseDraining:      1001,
-	contract.CloseProtocolError: 1002,
-}
-
-func TestProbeCloseReasons(t *testing.T) {
-	for _, r := range contractReasons(t) {
-		if !strings.HasPrefix(r.name, "Close") {
+// specCloses reads docs/spec.md#close-reasons: the close codes the bridge
+// sends with each close reason (a "none" cell sends no frame, so a probe
+// never reads that reason), whether the reason is sent only to probe
+// sessions (its "when" cell names the probe subprotocol), and the deny
+// reasons a revoked session closes with (1008, the paragraph below the
+// table).
+func specCloses(t *testing.T) (codes map[contract.Reason][]int, probeOnly map[contract.Reason]bool) {
+	t.Helper()
+	spec, err := os.ReadFile("../../docs/spec.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(spec)
+	i := strings.Index(text, `<a id="close-reasons"></a>`)
+	if i < 0 {
+		t.Fatal("docs/spec.md: no close-reasons anchor")
+	}
+	codes, probeOnly = map[contract.Reason][]int{}, map[contract.Reason]bool{}
+	lines := strings.Split(text[i:], "\n")
+	n := 0
+	inTable := false
+	for ; n < len(lines); n++ {
+		line := lines[n]
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
 			continue
 		}
-		t.Run(string(r.value), func(t *testing.T) {
-			env := newTestEnv(t, false)
-			code, ok := closeCodes[r.value]
-			if !ok {
-				code = 1008
+		inTable = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[0]), "`") {
+			continue
+		}
+		r := contract.Reason(strings.Trim(strings.TrimSpace(cells[0]), "`"))
+		codes[r] = []int{}
+		for _, c := range strings.Split(cells[1], ",") {
+			if c = strings.TrimSpace(c); c == "none" {
+				continue
 			}
-			env.bridge.closeCode, env.bridge.closeText = code, string(r.value)
-			exit, out, _ := runProbe(t, env.args()...)
-			if exit != ExitClosed {
-				t.Errorf("exit %d, want %d", exit, ExitClosed)
+			v, err := strconv.Atoi(c)
+			if err != nil {
+				t.Fatalf("docs/spec.md close-reasons row %s: close cell %q", r, cells[1])
 			}
-			fix, _ := FixFor(r.value)
-			testutil.Contains(t, out, "FAIL register", fmt.Sprintf("closed by the gateway: %d %s", code, r.value), "fix: "+fix)
-		})
+			codes[r] = append(codes[r], v)
+		}
+		probeOnly[r] = strings.Contains(cells[2], contract.SubprotocolProbe)
+	}
+	// "A session extauthz revokes ... closes with 1008 and that rule's deny
+	// reason: `pod_not_found`, ... ([docs/revocation.md](...))."
+	para := strings.Join(lines[n:], " ")
+	if k := strings.Index(para, "\n\n"); k >= 0 {
+		para = para[:k]
+	}
+	para, _, _ = strings.Cut(para, "([docs/revocation.md]")
+	if !strings.Contains(para, "closes with 1008") {
+		t.Fatalf("docs/spec.md: the paragraph after the close-reasons table no longer says \"closes with 1008\": %q", para)
+	}
+	revoked := regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(para, -1)
+	if len(revoked) == 0 {
+		t.Fatal("docs/spec.md: no revocation deny reasons after the close-reasons table")
+	}
+	for _, m := range revoked {
+		codes[contract.Reason(m[1])] = []int{1008}
+	}
+	return codes, probeOnly
+}
+
+// TestProbeCloseReasons: each close the bridge sends to an agent-subprotocol
+// session, with the code docs/spec.md gives it, is reported as a close with
+// that code and reason and the reason's fix.
+func TestProbeCloseReasons(t *testing.T) {
+	codes, probeOnly := specCloses(t)
+	declared := map[contract.Reason]bool{}
+	for _, r := range contractReasons(t) {
+		declared[r.value] = true
+		if _, ok := codes[r.value]; strings.HasPrefix(r.name, "Close") && !ok {
+			t.Errorf("%s (%s) has no row in docs/spec.md#close-reasons", r.name, r.value)
+		}
+	}
+	for r, cs := range codes {
+		if !declared[r] {
+			t.Errorf("docs/spec.md closes with %s, which internal/contract does not declare", r)
+			continue
+		}
+		if probeOnly[r] {
+			continue // sent only to wirekube.relay.probe.v1 sessions: TestProbeRealBridge "check mode" runs a real bridge
+		}
+		for _, code := range cs {
+			t.Run(fmt.Sprintf("%d_%s", code, r), func(t *testing.T) {
+				env := newTestEnv(t, false)
+				env.bridge.closeCode, env.bridge.closeText = code, string(r)
+				exit, out, _ := runProbe(t, env.args()...)
+				if exit != ExitClosed {
+					t.Errorf("exit %d, want %d", exit, ExitClosed)
+				}
+				fix, _ := FixFor(r)
+				testutil.Contains(t, out, "FAIL register", fmt.Sprintf("closed by the gateway: %d %s", code, r), "fix: "+fix)
+			})
+		}
 	}
 }
 
