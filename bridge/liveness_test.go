@@ -29,7 +29,14 @@ func pipeSession(t *testing.T, mod func(*Options)) (*harness, *websocket.Conn, n
 			mod(o)
 		}
 	})
-	k := testKey(1)
+	ws, relayEnd := pipeRegister(t, h, pr, testKey(1))
+	return h, ws, relayEnd
+}
+
+// pipeRegister opens a session of key k on h, whose relay dials pr, and
+// returns it once the relay end has read its Register.
+func pipeRegister(t *testing.T, h *harness, pr *pipeRelay, k relayproto.Key) (*websocket.Conn, net.Conn) {
+	t.Helper()
 	ws := h.dial(t, identity(k))
 	relayEnd := pr.next(t)
 	send(t, ws, relayproto.AppendRegister(nil, k))
@@ -39,7 +46,7 @@ func pipeSession(t *testing.T, mod func(*Options)) (*harness, *websocket.Conn, n
 		t.Fatalf("relay end: %v", err)
 	}
 	_ = relayEnd.SetReadDeadline(time.Time{})
-	return h, ws, relayEnd
+	return ws, relayEnd
 }
 
 // TestRelayToClientWholeFrames: each message holds whole frames; frames that
@@ -200,14 +207,18 @@ func TestAnsweringClientStaysOpen(t *testing.T) {
 }
 
 // TestStuckClientClosesOnlyItsSession: a client that stops reading is cut
-// after the write timeout; another session is unaffected.
+// after the write timeout; another session of the same bridge still carries
+// Data both ways afterwards.
 func TestStuckClientClosesOnlyItsSession(t *testing.T) {
-	h, _, relayEnd := pipeSession(t, func(o *Options) { o.WriteTimeout = 200 * time.Millisecond })
+	pr := newPipeRelay()
+	h := startBridge(t, func(o *Options) { o.DialRelay = pr.dial; o.WriteTimeout = 200 * time.Millisecond })
+	_, stuckRelay := pipeRegister(t, h, pr, testKey(1)) // its client never reads
+	other, otherRelay := pipeRegister(t, h, pr, testKey(2))
 	frame := dataFrame(testKey(9), 1, relayproto.MaxBodySize-relayproto.KeySize)
 	done := make(chan error, 1)
 	go func() {
 		for {
-			if _, err := relayEnd.Write(frame); err != nil {
+			if _, err := stuckRelay.Write(frame); err != nil {
 				done <- err
 				return
 			}
@@ -218,9 +229,28 @@ func TestStuckClientClosesOnlyItsSession(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("stuck client never cut")
 	}
-	h.stop()
-	if n := promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.ResultClientWriteFailed))); n != 1 {
-		t.Errorf("sessions_total{result=client_write_failed} = %v", n)
+	failed := h.srv.metrics.sessions.WithLabelValues(string(contract.ResultClientWriteFailed))
+	testutil.Eventually(t, "the stuck session counted as client_write_failed", func() bool { return promtest.ToFloat64(failed) == 1 })
+
+	// The other session is still open, both ways.
+	toClient := dataFrame(testKey(9), 7, 16)
+	_ = otherRelay.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := otherRelay.Write(toClient); err != nil {
+		t.Fatalf("other session, relay to client: %v", err)
+	}
+	_ = other.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, msg, err := other.ReadMessage(); err != nil || string(msg) != string(toClient) {
+		t.Fatalf("other session read %x, %v; want %x", msg, err, toClient)
+	}
+	toRelay := relayproto.AppendData(nil, testKey(9), []byte("still here"))
+	send(t, other, toRelay)
+	got := make([]byte, len(toRelay))
+	_ = otherRelay.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(otherRelay, got); err != nil || string(got) != string(toRelay) {
+		t.Fatalf("other session, client to relay: %x, %v; want %x", got, err, toRelay)
+	}
+	if n := promtest.ToFloat64(failed); n != 1 {
+		t.Errorf("sessions_total{result=client_write_failed} = %v, want 1", n)
 	}
 }
 
