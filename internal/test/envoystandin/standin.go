@@ -52,6 +52,10 @@ type Options struct {
 	// AccessLog, when set, gets one JSON line per request with the fields of
 	// envoy/envoy.yaml's access log format, computed as Envoy does.
 	AccessLog io.Writer
+	// IdleTimeout and MaxRequestHeaderBytes default to the relay listener's
+	// idle_timeout and max_request_headers_kb in envoy/envoy.yaml (limits.go).
+	IdleTimeout           time.Duration
+	MaxRequestHeaderBytes int
 }
 
 // Server is the stand-in. It is safe for concurrent use.
@@ -76,6 +80,18 @@ func New(o Options) (*Server, error) {
 	}
 	if o.CheckTimeout == 0 {
 		o.CheckTimeout = 3 * time.Second
+	}
+	if o.IdleTimeout == 0 || o.MaxRequestHeaderBytes == 0 {
+		lim, err := relayLimits()
+		if err != nil {
+			return nil, fmt.Errorf("envoystandin: limits: %w", err)
+		}
+		if o.IdleTimeout == 0 {
+			o.IdleTimeout = lim.IdleTimeout
+		}
+		if o.MaxRequestHeaderBytes == 0 {
+			o.MaxRequestHeaderBytes = lim.MaxRequestHeaderBytes
+		}
 	}
 	// The host is a name only: bridgeCluster dials the endpoints.
 	target := &url.URL{Scheme: "http", Host: "bridge"}
@@ -117,6 +133,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	tlsConf := s.opts.TLS.Clone()
 	tlsConf.NextProtos = []string{"http/1.1"} // as envoy.yaml's alpn_protocols
 	srv := &http.Server{Handler: s, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second}
+	serverLimits(srv, s.opts.IdleTimeout, s.opts.MaxRequestHeaderBytes)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }() // owned: received below
 	select {
@@ -146,6 +163,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hasUnderscoreHeader(r.Header) {
 		x.route, x.details = "", "http1.unexpected_underscore"
 		http.Error(x.rec, "Bad Request", http.StatusBadRequest)
+		return
+	}
+	if headerBytes(r) > s.opts.MaxRequestHeaderBytes {
+		x.route, x.details = "", "http1.headers_too_large"
+		tooLarge(x.rec)
 		return
 	}
 	stripConnectionNominated(r.Header)
