@@ -106,7 +106,8 @@ func TestSlowSlotsThrottleQuickly(t *testing.T) {
 
 // TestBurstOfNewTokensServedWithinRate: of many fresh tokens at once, the
 // ones that fit the rate and the share are reviewed and allowed, the rest
-// are throttled (none waits for nothing), and no slot starves.
+// are throttled (none waits for nothing), and afterwards every in-flight
+// slot is free again and no identity is still counted in the gate.
 func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
 	e := newEnvDirect(t, func(o *Options) {
 		o.KubeAPIQPS, o.KubeAPIBurst, o.MaxReviewWait, o.CheckTimeout = 0.001, 5, 10*time.Millisecond, time.Minute
@@ -130,6 +131,17 @@ func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
 	// 5 burst tokens; the next is due in 1,000 s, far past the 10 ms share.
 	if allowed.Load() != 5 || throttled.Load() != 15 || e.reviews.Load() != 5 {
 		t.Errorf("allowed %d, throttled %d, reviews %d; want 5, 15, 5", allowed.Load(), throttled.Load(), e.reviews.Load())
+	}
+	g := e.authz.reviewer.gate
+	if !g.slots.TryAcquire(16) { // Options.MaxInflightReviews' default
+		t.Error("in-flight slots still held after every check answered")
+	} else {
+		g.slots.Release(16)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.held) != 0 {
+		t.Errorf("identities left in the gate after every check answered: %v", g.held)
 	}
 }
 
