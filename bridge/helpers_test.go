@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,33 @@ type harness struct {
 	admin string // http://127.0.0.1:port of the metrics listener
 	relay *refrelay.Server
 	stop  func() // cancels Run and waits for it (also at cleanup)
+	// clientRead counts the bytes the bridge read from client connections.
+	clientRead *atomic.Int64
+}
+
+// countingListener counts the bytes read from every accepted connection.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func testKey(b byte) relayproto.Key {
@@ -90,6 +118,8 @@ func startBridge(t *testing.T, mod func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.clientRead = new(atomic.Int64)
+	ln = countingListener{ln, h.clientRead}
 	h.base = "http://" + ln.Addr().String()
 	h.url = "ws://" + ln.Addr().String() + o.Path
 	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
