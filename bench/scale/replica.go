@@ -62,8 +62,16 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 	if r.relay, err = procs.Start(name("refrelay"), bins["wirekube-refrelay"], "--listen="+r.relayAddr, "--no-udp"); err != nil {
 		return nil, err
 	}
+	// The revocation stream as in the Pod: a Unix socket and the per-start
+	// secret in a directory only this replica's extauthz and bridge share.
+	revDir := filepath.Join(dir, name("revocation"))
+	if err := os.MkdirAll(revDir, 0o700); err != nil {
+		return nil, err
+	}
+	sock, secret := "unix:"+filepath.Join(revDir, "revocation.sock"), filepath.Join(revDir, "secret")
 	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"],
 		"--grpc-listen="+r.grpc, "--http-listen="+r.http, "--metrics-listen="+r.metrics,
+		"--revocation-listen="+sock, "--revocation-secret-file="+secret,
 		"--kubeconfig="+kubeconfig, "--log-format=json", "--log-level=warn"); err != nil {
 		return nil, err
 	}
@@ -72,7 +80,7 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 	}
 	if r.bridge, err = procs.Start(name("bridge"), bins["wirekube-bridge"],
 		"--listen="+r.bridgeAddr, "--metrics-listen="+r.bridgeMetrics, "--relay-addr="+r.relayAddr,
-		"--revocation-addr="+r.grpc, "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
+		"--revocation-addr="+sock, "--revocation-secret-file="+secret, "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
 		"--log-format=json", "--log-level=warn"); err != nil {
 		return nil, err
 	}

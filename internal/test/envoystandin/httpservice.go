@@ -31,7 +31,7 @@ import (
 var (
 	httpServiceAllowedHeaders   = []string{"Authorization", "Origin", "Upgrade", "Connection", "Content-Length", "Transfer-Encoding"}
 	httpServiceUpstreamHeaders  = contract.IdentityHeaders
-	httpServiceClientHeaders    = []string{contract.HeaderDenyReason, "WWW-Authenticate", "Retry-After"}
+	httpServiceClientHeaders    = []string{contract.HeaderDenyReason, "WWW-Authenticate", "Retry-After", "Cache-Control"}
 	httpServiceHeadersToRemove  = "X-Envoy-Auth-Headers-To-Remove"
 	httpServiceStatusOnError    = http.StatusForbidden
 	httpServiceMaxDenyBodyBytes = int64(64 << 10)
