@@ -44,7 +44,7 @@ type Options struct {
 	// default) refuses every request carrying an Origin header: the agent
 	// never sends one, a browser always does.
 	AllowedOrigins []string
-	// PingInterval is the WebSocket ping period; a client silent for three
+	// PingInterval is the WebSocket ping period; a client silent for 3 to 3.25
 	// intervals is closed. Default 20s.
 	PingInterval time.Duration
 	// WriteTimeout bounds every write to the client and to the relay, so a
@@ -116,7 +116,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
 	fs.DurationVar(&o.RegisterTimeout, "register-timeout", o.RegisterTimeout, "time allowed from the upgrade to a verified Register frame")
 	fs.Var(cli.NewStringList(&o.AllowedOrigins), "allowed-origins", "Origin values accepted, comma-separated or repeated (default empty: any Origin header is refused)")
-	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for three periods is closed")
+	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for 3 to 3.25 periods is closed")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")

@@ -1,4 +1,5 @@
-// Package testagent is a WireKube agent for tests, the probe tool and the demo:
+// Package testagent is a WireKube agent for tests, the benchmarks and the demo
+// (the probe, tools/probe, has its own client):
 // it speaks to the gateway exactly as the real agent does (docs/spec.md#agent) —
 // subprotocol wirekube.relay.v1, `Authorization: Bearer` read from a token
 // file at every dial, Register first, Keepalive every 25 s, one binary
