@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/wirekube/relay-ws/internal/test/procfs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ const (
 // Run starts every gateway and runs the workload against relay.
 func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr string) (*Result, error) {
 	start := time.Now()
-	cpu0, err := machineCPU()
+	cpu0, err := procfs.MachineCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -153,11 +154,11 @@ func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr stri
 			}
 		}
 	}
-	cpu1, err := machineCPU()
+	cpu1, err := procfs.MachineCPU()
 	if err != nil {
 		return nil, err
 	}
-	res.Steal, res.Elapsed = stealShare(cpu0, cpu1), time.Since(start)
+	res.Steal, res.Elapsed = procfs.StealShare(cpu0, cpu1), time.Since(start)
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package datapath
 import (
 	"context"
 	"fmt"
+	"github.com/wirekube/relay-ws/internal/test/procfs"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -66,7 +67,7 @@ func measurePath(ctx context.Context, cfg Config, relay *refrelay.Server, relayA
 func cpuOf(procs []proc) ([]float64, error) {
 	out := make([]float64, len(procs))
 	for i, p := range procs {
-		c, err := cpuSeconds(p.pid)
+		c, err := procfs.CPUSeconds(p.pid)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +148,7 @@ func settledRSS(procs []proc) ([]int64, error) {
 				return nil, err
 			}
 		}
-		r, err := rssBytes(p.pid)
+		r, err := procfs.RSSBytes(p.pid)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package datapath
 import (
 	"context"
 	"fmt"
+	"github.com/wirekube/relay-ws/internal/test/procfs"
 	"os"
 	"slices"
 	"strconv"
@@ -63,7 +64,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Cleanup(c.stop)
 		p.child = c
 	}
-	cpu0, err := machineCPU()
+	cpu0, err := procfs.MachineCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,13 +78,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 	if err1 != nil {
 		b.Fatal(err1)
 	}
-	cpu1, err := machineCPU()
+	cpu1, err := procfs.MachineCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("round trips: %d x %d-byte Data frames per path per round, %d interleaved rounds, %s; steal %.1f %%; loadavg %s\n",
-		n, rttPayload, rounds, time.Since(start).Round(time.Second), 100*stealShare(cpu0, cpu1), strings.Join(strings.Fields(string(load))[:3], " "))
+		n, rttPayload, rounds, time.Since(start).Round(time.Second), 100*procfs.StealShare(cpu0, cpu1), strings.Join(strings.Fields(string(load))[:3], " "))
 	direct := paths[0]
 	for _, p := range paths {
 		slices.Sort(p.rtts)

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/wirekube/relay-ws/internal/test/procfs"
 	"io"
 	"os"
 	"path/filepath"
@@ -118,11 +119,11 @@ type run struct {
 // Run runs the whole benchmark and returns its figures.
 func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	start := time.Now()
-	cpu0, err := machineCPU()
+	cpu0, err := procfs.MachineCPU()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, LoadStart: loadAverage()}
+	res := &Result{Config: cfg, LoadStart: procfs.LoadAverage()}
 	dir, err := os.MkdirTemp("", "wirekube-scale-")
 	if err != nil {
 		return nil, err
@@ -160,11 +161,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	if err := r.kill(ctx, res); err != nil {
 		return nil, err
 	}
-	cpu1, err := machineCPU()
+	cpu1, err := procfs.MachineCPU()
 	if err != nil {
 		return nil, err
 	}
-	res.Steal, res.Elapsed, res.LoadEnd = stealShare(cpu0, cpu1), time.Since(start), loadAverage()
+	res.Steal, res.Elapsed, res.LoadEnd = procfs.StealShare(cpu0, cpu1), time.Since(start), procfs.LoadAverage()
 	return res, nil
 }
 
@@ -454,7 +455,7 @@ func (r *run) readRSS() map[string]int64 {
 		if p.killed {
 			continue
 		}
-		if v, err := status(p.pid, "VmRSS"); err == nil {
+		if v, err := procfs.StatusBytes(p.pid, "VmRSS"); err == nil {
 			out[p.name] = v
 		}
 	}
@@ -502,14 +503,14 @@ func (r *run) atRest(ctx context.Context, res *Result) error {
 	r.mu.Unlock()
 	cpu0 := map[string]float64{}
 	for _, p := range r.allProcs() {
-		cpu0[p.name], _ = cpuSeconds(p.pid)
+		cpu0[p.name], _ = procfs.CPUSeconds(p.pid)
 	}
 	if err := sleepCtx(ctx, r.cfg.RestWindow); err != nil {
 		return err
 	}
 	res.RestCPU = map[string]float64{}
 	for _, p := range r.allProcs() {
-		c, _ := cpuSeconds(p.pid)
+		c, _ := procfs.CPUSeconds(p.pid)
 		res.RestCPU[p.name] = (c - cpu0[p.name]) / r.cfg.RestWindow.Seconds()
 	}
 	res.Rest = r.readRSS()
@@ -597,7 +598,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 		reviews0[rep.i] = v
 	}
 	for _, p := range r.allProcs() {
-		_ = resetPeak(p.pid)
+		_ = procfs.ResetPeak(p.pid)
 	}
 	killAt := time.Now()
 	r.mu.Lock()
@@ -655,7 +656,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 		if p.killed {
 			continue
 		}
-		if v, err := status(p.pid, "VmHWM"); err == nil {
+		if v, err := procfs.StatusBytes(p.pid, "VmHWM"); err == nil {
 			k.Peak[p.name] = v
 		}
 	}
