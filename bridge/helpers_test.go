@@ -42,7 +42,8 @@ type harness struct {
 	admin string // http://127.0.0.1:port of the metrics listener
 	relay *refrelay.Server
 	stop  func() // cancels Run and waits for it (also at cleanup)
-	// clientRead counts the bytes the bridge read from client connections.
+	// clientRead counts the bytes the bridge read from client connections
+	// (startBridgeCountingReads only; nil otherwise).
 	clientRead *atomic.Int64
 }
 
@@ -63,6 +64,14 @@ func (l countingListener) Accept() (net.Conn, error) {
 type countingConn struct {
 	net.Conn
 	n *atomic.Int64
+}
+
+// CloseWrite keeps the half-close after a close frame (session.go).
+func (c countingConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c countingConn) Read(p []byte) (int, error) {
@@ -100,6 +109,19 @@ func testOptions(relayAddr string) Options {
 // RelayAddr itself) and a bridge in front of it.
 func startBridge(t *testing.T, mod func(*Options)) *harness {
 	t.Helper()
+	return startBridgeListener(t, mod, false)
+}
+
+// startBridgeCountingReads is startBridge with h.clientRead counting the
+// bytes the bridge reads from clients. The wrapped connections hide the
+// socket (no raw-fd reads, no writev fast path): use it only to count.
+func startBridgeCountingReads(t *testing.T, mod func(*Options)) *harness {
+	t.Helper()
+	return startBridgeListener(t, mod, true)
+}
+
+func startBridgeListener(t *testing.T, mod func(*Options), countReads bool) *harness {
+	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), logs: &testutil.SyncBuffer{}}
 	relay, addr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true,
 		Logger: slog.New(slog.DiscardHandler)})
@@ -118,8 +140,10 @@ func startBridge(t *testing.T, mod func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.clientRead = new(atomic.Int64)
-	ln = countingListener{ln, h.clientRead}
+	if countReads {
+		h.clientRead = new(atomic.Int64)
+		ln = countingListener{ln, h.clientRead}
+	}
 	h.base = "http://" + ln.Addr().String()
 	h.url = "ws://" + ln.Addr().String() + o.Path
 	adminLn, err := net.Listen("tcp", "127.0.0.1:0")

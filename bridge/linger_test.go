@@ -89,7 +89,7 @@ func oversizedFrame() []byte {
 // not the four times lingerLimit the client offers before the close grace.
 func TestLingerIsBounded(t *testing.T) {
 	k := testKey(1)
-	h := startBridge(t, nil)
+	h := startBridgeCountingReads(t, nil)
 	h.srv.closeGrace = 10 * time.Second // WriteTimeout (2 s) bounds it
 	ws := h.register(t, k)
 	send(t, ws, rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeData))
