@@ -19,7 +19,17 @@ const WebSocket = require('ws');
 
 const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const hex = (s) => Buffer.from(s || '', 'hex');
-const out = (ev) => process.stdout.write(JSON.stringify(ev) + '\n');
+// exit leaves once everything written to stdout is flushed: on a pipe
+// Node writes asynchronously, and process.exit() right after a large line
+// (the max scenario's echo is 128 KiB of hex) cut it off. Nothing is
+// printed once exit is decided, as when the process ended there.
+let exiting = false;
+const out = (ev) => { if (!exiting) process.stdout.write(JSON.stringify(ev) + '\n'); };
+const exit = (code) => {
+  if (exiting) return;
+  exiting = true;
+  process.stdout.write('', () => process.exit(code));
+};
 
 const opts = { headers: plan.headers || {}, maxPayload: 1 << 24, perMessageDeflate: false };
 if (plan.ca) opts.ca = fs.readFileSync(plan.ca);
@@ -27,18 +37,18 @@ const ws = new WebSocket(plan.url, ['wirekube.relay.v1'], opts);
 
 let received = Buffer.alloc(0);
 const expectEcho = hex(plan.data);
-const timer = setTimeout(() => { out({ event: 'timeout' }); process.exit(2); }, 15000);
+const timer = setTimeout(() => { out({ event: 'timeout' }); exit(2); }, 15000);
 
 ws.on('unexpected-response', (req, res) => {
   out({ event: 'refused', status: res.statusCode, reason: res.headers['x-wirekube-deny-reason'] || '' });
-  process.exit(0);
+  exit(0);
 });
 ws.on('error', (err) => out({ event: 'error', message: String(err.message || err) }));
 ws.on('pong', () => out({ event: 'pong' }));
 ws.on('close', (code, reason) => {
   out({ event: 'close', code, reason: reason.toString('utf8') });
   clearTimeout(timer);
-  process.exit(0);
+  exit(0);
 });
 ws.on('message', (data, isBinary) => {
   received = Buffer.concat([received, data]);
@@ -98,6 +108,6 @@ ws.on('open', () => {
       break;
     default:
       out({ event: 'error', message: 'unknown scenario ' + plan.scenario });
-      process.exit(2);
+      exit(2);
   }
 });
