@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/render"
@@ -140,32 +138,11 @@ func (e *env) seedCluster(ctx context.Context) error {
 	return nil
 }
 
-// extauthzKubeconfig applies the ServiceAccount and RBAC of the rendered
-// manifests/base for real and returns a kubeconfig for that ServiceAccount:
-// extauthz runs with exactly the permissions the manifests grant.
+// extauthzKubeconfig applies manifests/base's ServiceAccount and RBAC and
+// returns a kubeconfig for it (stack.Cluster.ExtauthzKubeconfig), keeping
+// its name and path and tracking its token for the log scans.
 func (e *env) extauthzKubeconfig(ctx context.Context) (string, error) {
-	objs, err := stack.RenderKustomize(ctx, filepath.Join(e.repo, "manifests", "base"))
-	if err != nil {
-		return "", err
-	}
-	var rbac []*unstructured.Unstructured
-	sa := ""
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount":
-			sa = o.GetName()
-			rbac = append(rbac, o)
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			rbac = append(rbac, o)
-		}
-	}
-	if sa == "" || len(rbac) < 5 {
-		return "", fmt.Errorf("manifests/base renders %d RBAC objects and ServiceAccount %q", len(rbac), sa)
-	}
-	if err := e.cluster.Apply(ctx, rbac, false); err != nil {
-		return "", err
-	}
-	path, token, err := e.cluster.ServiceAccountKubeconfig(ctx, stack.Namespace, sa, 24*time.Hour)
+	path, sa, token, err := e.cluster.ExtauthzKubeconfig(ctx, e.repo)
 	if err != nil {
 		return "", err
 	}

@@ -28,7 +28,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -199,7 +198,7 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := r.extauthzKubeconfig(ctx, repo)
+	kubeconfig, _, _, err := r.cluster.ExtauthzKubeconfig(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -240,35 +239,6 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 		r.replicas = append(r.replicas, rep)
 	}
 	return nil
-}
-
-// extauthzKubeconfig applies manifests/base's ServiceAccount and RBAC and
-// returns a kubeconfig for that ServiceAccount, as the e2e suite does:
-// extauthz runs with exactly the permissions the manifests grant.
-func (r *run) extauthzKubeconfig(ctx context.Context, repo string) (string, error) {
-	objs, err := stack.RenderKustomize(ctx, filepath.Join(repo, "manifests", "base"))
-	if err != nil {
-		return "", err
-	}
-	var rbac []*unstructured.Unstructured
-	sa := ""
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ServiceAccount":
-			sa = o.GetName()
-			rbac = append(rbac, o)
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			rbac = append(rbac, o)
-		}
-	}
-	if sa == "" {
-		return "", fmt.Errorf("manifests/base renders no ServiceAccount")
-	}
-	if err := r.cluster.Apply(ctx, rbac, false); err != nil {
-		return "", err
-	}
-	path, _, err := r.cluster.ServiceAccountKubeconfig(ctx, stack.Namespace, sa, 24*time.Hour)
-	return path, err
 }
 
 // seed creates each agent's Node, its Pod on it (spec.nodeName set: no

@@ -102,3 +102,32 @@ func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, ns, name string,
 	}
 	return path, token, nil
 }
+
+// ExtauthzKubeconfig applies the ServiceAccount and RBAC of the rendered
+// manifests/base under repo for real and returns a kubeconfig for that
+// ServiceAccount (valid 24 h), its name and its token: extauthz then runs
+// with exactly the permissions the manifests grant.
+func (c *Cluster) ExtauthzKubeconfig(ctx context.Context, repo string) (path, sa, token string, err error) {
+	objs, err := RenderKustomize(ctx, filepath.Join(repo, "manifests", "base"))
+	if err != nil {
+		return "", "", "", err
+	}
+	var rbac []*unstructured.Unstructured
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount":
+			sa = o.GetName()
+			rbac = append(rbac, o)
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			rbac = append(rbac, o)
+		}
+	}
+	if sa == "" || len(rbac) < 5 {
+		return "", "", "", fmt.Errorf("manifests/base renders %d RBAC objects and ServiceAccount %q", len(rbac), sa)
+	}
+	if err := c.Apply(ctx, rbac, false); err != nil {
+		return "", "", "", err
+	}
+	path, token, err = c.ServiceAccountKubeconfig(ctx, Namespace, sa, 24*time.Hour)
+	return path, sa, token, err
+}
