@@ -1,6 +1,8 @@
 package bridge
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/relayproto"
@@ -14,6 +16,7 @@ import (
 type frameCounts struct {
 	counters *[256]frameCounter
 	messages prometheus.Counter
+	total    *atomic.Int64 // the session's own frame count; nil: none
 
 	t             relayproto.FrameType
 	frames, bytes int // the run of type t not yet added
@@ -47,5 +50,8 @@ func (c *frameCounts) flushRun() {
 	fc := &c.counters[c.t]
 	fc.frames.Add(float64(c.frames))
 	fc.bytes.Add(float64(c.bytes))
+	if c.total != nil {
+		c.total.Add(int64(c.frames))
+	}
 	c.frames, c.bytes = 0, 0
 }

@@ -27,6 +27,11 @@ type Options struct {
 	// MetricsListen serves /healthz, /readyz and /metrics. Empty disables
 	// it. Default :9102.
 	MetricsListen string
+	// DebugSessions adds the session listing (GET /debug/sessions) to the
+	// metrics listener. Default false: the listener has no authentication
+	// and the listing names every connected peer, its identity and key
+	// fingerprint (docs/bridge.md#who-is-connected).
+	DebugSessions bool
 	// RelayAddr is the raw TCP relay (host:port). A name resolving to
 	// several addresses (a headless Service) is dialled in the order
 	// documented on relayDialer (relaydial.go). Default DefaultRelayAddr,
@@ -111,6 +116,7 @@ func DefaultOptions() Options {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", o.Listen, "main listener, host:port or unix:/path (serves the relay path, /healthz, /readyz)")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", o.MetricsListen, "listener for /healthz, /readyz and /metrics; empty disables it")
+	fs.BoolVar(&o.DebugSessions, "debug-sessions", o.DebugSessions, "serve the live sessions (peer, identity, key fingerprint, counters) on /debug/sessions of --metrics-listen, which has no authentication")
 	fs.StringVar(&o.RelayAddr, "relay-addr", o.RelayAddr, "raw TCP relay address, host:port; a name with several addresses (headless Service) is dialled in rotation, failing over")
 	fs.DurationVar(&o.RelayDialTimeout, "relay-dial-timeout", o.RelayDialTimeout, "time allowed to connect to one relay address before the next is tried")
 	fs.StringVar(&o.Path, "path", o.Path, "path of the WebSocket endpoint")
@@ -136,6 +142,9 @@ func (o *Options) Validate() error {
 		if err := netutil.CheckFlag(a.flag, a.v, a.allowEmpty); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.DebugSessions && o.MetricsListen == "" {
+		errs = append(errs, errors.New("--debug-sessions: needs --metrics-listen, which serves it"))
 	}
 	if _, _, err := net.SplitHostPort(o.RelayAddr); err != nil {
 		errs = append(errs, fmt.Errorf("--relay-addr: want host:port: %w", err))

@@ -19,7 +19,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"revocation-addr": "unix:/run/wirekube-revocation/revocation.sock", "revocation-stale-timeout": "1m0s", "token-expiry-grace": "0s",
 		"revocation-secret-file": "/run/wirekube-revocation/secret", "revocation-unready-after": "10s",
 		"relay-wait": "7.5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
-		"key-mismatch-backoff-max": "1m0s",
+		"key-mismatch-backoff-max": "1m0s", "debug-sessions": "false",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {
@@ -50,6 +50,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--listen", func(o *Options) { o.Listen = "8081" }},
 		{"--listen", func(o *Options) { o.Listen = "unix:" }},
 		{"--metrics-listen", func(o *Options) { o.MetricsListen = "localhost" }},
+		{"--debug-sessions", func(o *Options) { o.DebugSessions, o.MetricsListen = true, "" }},
 		{"--relay-addr", func(o *Options) { o.RelayAddr = "nohostport" }},
 		{"--path", func(o *Options) { o.Path = "relay" }},
 		{"--path", func(o *Options) { o.Path = "/healthz" }},

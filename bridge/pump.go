@@ -170,7 +170,7 @@ func (s *session) writeRelay(p []byte) error {
 		return err
 	}
 	n, err := s.relay.Write(p)
-	s.bytesToRelay += int64(n)
+	s.bytesToRelay.Add(int64(n))
 	return err
 }
 
@@ -250,7 +250,7 @@ func (s *session) writeClient(p []byte) error {
 	if err := s.writeMessage(p, time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return closeWith(0, contract.ResultClientWriteFailed, err)
 	}
-	s.bytesToClient += int64(len(p))
+	s.bytesToClient.Add(int64(len(p)))
 	return nil
 }
 

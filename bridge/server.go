@@ -41,6 +41,7 @@ type Server struct {
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
 	sessions map[*session]struct{}
+	seq      uint64        // the last session's seq (sessionlist.go)
 	idle     chan struct{} // closed when slots reaches 0 during a drain
 }
 
@@ -113,12 +114,16 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// AdminHandler serves /healthz, /readyz and /metrics (the metrics listener).
+// AdminHandler serves /healthz, /readyz, /metrics and, with
+// DebugSessions, the session listing (the metrics listener).
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", s.handleHealthz)
 	mux.HandleFunc("/readyz", s.handleReadyz)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	if s.cfg.DebugSessions {
+		mux.HandleFunc(contract.SessionsPath, s.handleSessions)
+	}
 	return mux
 }
 
@@ -188,6 +193,8 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	sess.ticket = ticket
 
 	s.mu.Lock()
+	s.seq++
+	sess.seq = s.seq
 	s.sessions[sess] = struct{}{}
 	draining := s.draining
 	s.mu.Unlock()
@@ -217,8 +224,8 @@ func (s *Server) logEnd(sess *session, ce *closeError) {
 	s.metrics.sessionDuration.Observe(d.Seconds())
 	attrs := append(sess.logAttrs(),
 		slog.Duration("duration", d),
-		slog.Int64("bytes_to_relay", sess.bytesToRelay),
-		slog.Int64("bytes_to_client", sess.bytesToClient),
+		slog.Int64("bytes_to_relay", sess.bytesToRelay.Load()),
+		slog.Int64("bytes_to_client", sess.bytesToClient.Load()),
 		slog.Int("close_code", ce.code),
 		slog.String("close_reason", string(ce.reason)))
 	level := slog.LevelInfo

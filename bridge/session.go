@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -55,9 +56,16 @@ type session struct {
 	// only the client reader goroutine uses it.
 	lastRefresh time.Time
 
-	// Counters of bytes each way, written by one goroutine each and read
-	// after both have stopped.
-	bytesToRelay, bytesToClient int64
+	// Bytes and frames each way, written by one goroutine each (bytes once
+	// per write, frames once per counted batch, never per frame) and read
+	// by the session listing (sessionlist.go) while the session runs.
+	bytesToRelay, bytesToClient   atomic.Int64
+	framesToRelay, framesToClient atomic.Int64
+
+	// seq names the session in the listing: the Server's counter at
+	// serveSession, increasing, never reused. Set before the session is
+	// listed; read-only after.
+	seq uint64
 
 	ticket *peerTicket // the peer's share of the per-peer limits (peeradmit.go)
 
@@ -98,8 +106,8 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 	s := &session{srv: srv, ws: ws, relay: relay, id: id, remote: remote, start: time.Now()}
 	s.filter = frameFilter{key: id.Key, onFrame: s.countToRelay, onRegister: s.claimKey}
 	m := srv.metrics
-	s.toRelayCounts = frameCounts{counters: m.toRelay, messages: m.messagesToRelay}
-	s.toClientCounts = frameCounts{counters: m.toClient, messages: m.messagesToClient}
+	s.toRelayCounts = frameCounts{counters: m.toRelay, messages: m.messagesToRelay, total: &s.framesToRelay}
+	s.toClientCounts = frameCounts{counters: m.toClient, messages: m.messagesToClient, total: &s.framesToClient}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.regTimer = time.AfterFunc(srv.cfg.RegisterTimeout, func() {
