@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -163,17 +164,30 @@ func TestInflightBound(t *testing.T) {
 	}
 }
 
+// TestReviewThrottled: while the only TokenReview slot is held by a review
+// the API has not answered, a check of another token is answered
+// review_throttled when its wait for the slot is up, and the check holding
+// the slot fails closed (review_unavailable) at its own deadline, before the
+// API answers. In a synctest bubble: both deadlines fall at the same
+// instant, and the API answers only after both checks have returned.
 func TestReviewThrottled(t *testing.T) {
-	e := newEnvDirect(t, func(o *Options) { o.MaxInflightReviews = 1; o.CheckTimeout = 200 * time.Millisecond })
-	api := &slowAPI{gate: make(chan struct{})}
-	slow := e.answerAgent(1, api.answer)
-	done := make(chan Decision)
-	go func() { done <- e.check(t, slow) }()
-	testutil.Eventually(t, "the slot to be taken", func() bool { return api.cur.Load() == 1 })
-	wantReason(t, e.check(t, e.answerAgent(2, static(podBound()))), contract.ReasonReviewThrottled)
-	close(api.gate)
-	// The slow review outlived its check timeout: fail closed.
-	wantReason(t, <-done, contract.ReasonReviewUnavailable)
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnvDirect(t, func(o *Options) { o.MaxInflightReviews = 1; o.CheckTimeout = 200 * time.Millisecond })
+		api := &slowAPI{gate: make(chan struct{})}
+		defer close(api.gate) // the API answers last, after both checks returned
+		slow := e.answerAgent(1, api.answer)
+		done := make(chan Decision, 1)
+		go func() { done <- e.check(t, slow) }()
+		synctest.Wait() // the slow check's review holds the slot
+		if n := api.cur.Load(); n != 1 {
+			t.Fatalf("%d TokenReviews in flight, want the slow one", n)
+		}
+		wantReason(t, e.check(t, e.answerAgent(2, static(podBound()))), contract.ReasonReviewThrottled)
+		wantReason(t, <-done, contract.ReasonReviewUnavailable)
+		if n := e.reviews.Load(); n != 1 {
+			t.Errorf("TokenReviews = %d, want 1 (the throttled token is never reviewed)", n)
+		}
+	})
 }
 
 // TestIdentityRulesOnCacheHit: the identity rules run on every check, so a
