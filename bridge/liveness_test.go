@@ -210,51 +210,53 @@ func TestAnsweringClientStaysOpen(t *testing.T) {
 }
 
 // TestStuckClientClosesOnlyItsSession: a client that stops reading is cut
-// after the write timeout; another session of the same bridge still carries
-// Data both ways afterwards.
+// once a write to it has waited the write timeout (client_write_failed);
+// another session of the same bridge still carries Data both ways
+// afterwards. In a synctest bubble: the stuck client's pipe never reads, so
+// the bridge's write blocks until its deadline, and the other session's
+// writes cannot reach theirs first on a slow machine.
 func TestStuckClientClosesOnlyItsSession(t *testing.T) {
-	pr := newPipeRelay()
-	h := startBridge(t, func(o *Options) { o.DialRelay = pr.dial; o.WriteTimeout = 200 * time.Millisecond })
-	_, stuckRelay := pipeRegister(t, h, pr, testKey(1)) // its client never reads
-	other, otherRelay := pipeRegister(t, h, pr, testKey(2))
-	frame := dataFrame(testKey(9), 1, relayproto.MaxBodySize-relayproto.KeySize)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := stuckRelay.Write(frame); err != nil {
-				done <- err
-				return
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, func(o *Options) {
+			o.WriteTimeout = 200 * time.Millisecond
+			o.PingInterval = time.Hour // no ping to the other client, which reads only later
+		})
+		_, stuckRelay := b.register(t, testKey(1)) // its client never reads
+		other, otherRelay := b.register(t, testKey(2))
+		frame := dataFrame(testKey(9), 1, relayproto.MaxBodySize-relayproto.KeySize)
+		done := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := stuckRelay.Write(frame); err != nil {
+					done <- err
+					return
+				}
 			}
+		}()
+		<-done // the bridge closed the stuck session's relay end
+		synctest.Wait()
+		failed := b.srv.metrics.sessions.WithLabelValues(string(contract.ResultClientWriteFailed))
+		if n := promtest.ToFloat64(failed); n != 1 {
+			t.Fatalf("sessions_total{result=client_write_failed} = %v once the stuck session ended, want 1", n)
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("stuck client never cut")
-	}
-	failed := h.srv.metrics.sessions.WithLabelValues(string(contract.ResultClientWriteFailed))
-	testutil.Eventually(t, "the stuck session counted as client_write_failed", func() bool { return promtest.ToFloat64(failed) == 1 })
 
-	// The other session is still open, both ways.
-	toClient := dataFrame(testKey(9), 7, 16)
-	_ = otherRelay.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := otherRelay.Write(toClient); err != nil {
-		t.Fatalf("other session, relay to client: %v", err)
-	}
-	_ = other.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, msg, err := other.ReadMessage(); err != nil || string(msg) != string(toClient) {
-		t.Fatalf("other session read %x, %v; want %x", msg, err, toClient)
-	}
-	toRelay := relayproto.AppendData(nil, testKey(9), []byte("still here"))
-	send(t, other, toRelay)
-	got := make([]byte, len(toRelay))
-	_ = otherRelay.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(otherRelay, got); err != nil || string(got) != string(toRelay) {
-		t.Fatalf("other session, client to relay: %x, %v; want %x", got, err, toRelay)
-	}
-	if n := promtest.ToFloat64(failed); n != 1 {
-		t.Errorf("sessions_total{result=client_write_failed} = %v, want 1", n)
-	}
+		// The other session is still open, both ways.
+		toClient := dataFrame(testKey(9), 7, 16)
+		go func() { _, _ = otherRelay.Write(toClient) }()
+		if _, msg, err := other.ReadMessage(); err != nil || string(msg) != string(toClient) {
+			t.Fatalf("other session read %x, %v; want %x", msg, err, toClient)
+		}
+		toRelay := relayproto.AppendData(nil, testKey(9), []byte("still here"))
+		go send(t, other, toRelay)
+		got := make([]byte, len(toRelay))
+		if _, err := io.ReadFull(otherRelay, got); err != nil || string(got) != string(toRelay) {
+			t.Fatalf("other session, client to relay: %x, %v; want %x", got, err, toRelay)
+		}
+		synctest.Wait()
+		if n := promtest.ToFloat64(failed); n != 1 {
+			t.Errorf("sessions_total{result=client_write_failed} = %v, want 1", n)
+		}
+	})
 }
 
 func TestRelayUnavailableAndCapacity(t *testing.T) {
@@ -288,26 +290,56 @@ func expectDenyVia(t *testing.T, d websocket.Dialer, url string, reason contract
 	}
 }
 
-// TestNoGoroutineOutlivesItsSession ends sessions every way and checks that
-// the goroutines they started (bridge and relay side) are all gone.
+// TestNoGoroutineOutlivesItsSession ends sessions every way (replaced,
+// forbidden frame, register timeout, client gone) and checks that the
+// goroutines they started are all gone while the bridge still runs. In a
+// synctest bubble, so the register timeout ends only the silent session:
+// on a slow machine a short wall-clock deadline could also end one that
+// was about to register.
 func TestNoGoroutineOutlivesItsSession(t *testing.T) {
-	h := startBridge(t, func(o *Options) { o.RegisterTimeout = 100 * time.Millisecond })
-	noSessions := func() bool { return promtest.ToFloat64(h.srv.metrics.sessionsActive) == 0 }
-	h.register(t, testKey(9)).Close() // the bridge and relay are serving now
-	testutil.Eventually(t, "warm-up session ended", noSessions)
-	before := goleak.IgnoreCurrent()
-	k := testKey(1)
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, func(o *Options) { o.RegisterTimeout = 100 * time.Millisecond })
+		noSessions := func() bool {
+			synctest.Wait()
+			return promtest.ToFloat64(b.srv.metrics.sessionsActive) == 0
+		}
+		warm, _ := b.register(t, testKey(9)) // the bridge is serving now
+		warm.Close()
+		if !noSessions() {
+			t.Fatal("warm-up session still active after its client closed")
+		}
+		before := goleak.IgnoreCurrent()
+		k := testKey(1)
 
-	old := h.register(t, k)
-	replacement := h.register(t, k) // the bridge closes the older session
-	expectClose(t, old, websocket.ClosePolicyViolation, contract.CloseSessionReplaced)
-	send(t, replacement, relayproto.AppendFrame(nil, relayproto.TypeError, nil))
-	expectClose(t, replacement, websocket.ClosePolicyViolation, contract.CloseFrameForbidden)
-	silent := h.dial(t, identity(k))
-	expectClose(t, silent, websocket.ClosePolicyViolation, contract.CloseRegisterTimeout)
-	gone := h.register(t, testKey(2))
-	gone.Close()
+		old, _ := b.register(t, k)
+		// A pipe holds no bytes: the old client must be reading when the
+		// bridge writes its close frame (a socket buffer takes it on TCP).
+		oldEnd := make(chan error, 1)
+		go func() {
+			_, _, err := old.ReadMessage()
+			oldEnd <- err
+		}()
+		replacement, _ := b.register(t, k) // the bridge closes the older session
+		var ce *websocket.CloseError
+		if err := <-oldEnd; !errors.As(err, &ce) || ce.Code != websocket.ClosePolicyViolation || ce.Text != string(contract.CloseSessionReplaced) {
+			t.Fatalf("replaced session: %v, want close 1008 %s", err, contract.CloseSessionReplaced)
+		}
+		send(t, replacement, relayproto.AppendFrame(nil, relayproto.TypeError, nil))
+		expectClose(t, replacement, websocket.ClosePolicyViolation, contract.CloseFrameForbidden)
+		silent := b.dial(t, k)
+		b.relay.next(t) // its relay end, never written to
+		expectClose(t, silent, websocket.ClosePolicyViolation, contract.CloseRegisterTimeout)
+		gone, _ := b.register(t, testKey(2))
+		gone.Close()
 
-	testutil.Eventually(t, "sessions ended", noSessions)
-	goleak.VerifyNone(t, before)
+		if !noSessions() {
+			t.Fatal("sessions still active after every client was closed")
+		}
+		goleak.VerifyNone(t, before)
+		for _, r := range []contract.Reason{contract.CloseSessionReplaced, contract.CloseFrameForbidden, contract.CloseRegisterTimeout} {
+			if n := promtest.ToFloat64(b.srv.metrics.sessions.WithLabelValues(string(r))); n != 1 {
+				t.Errorf("sessions_total{result=%s} = %v, want 1", r, n)
+			}
+		}
+	})
 }
