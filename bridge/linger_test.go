@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,11 +37,16 @@ func TestCloseSurvivesUnreadClientBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startBridge(t, nil)
+			// Only the client ends the linger here (by reading the close
+			// and answering it), not a close grace a slow machine reaches
+			// while the test is still writing.
+			h := startBridge(t, func(o *Options) { o.WriteTimeout = time.Minute })
+			h.srv.closeGrace = time.Minute
 			ws := h.register(t, k)
-			// Split as the agent splits frames over 65,499 bytes.
-			// Then more, still arriving after the bridge has refused the
-			// header, as from an agent that has not yet read the close.
+			// Split as the agent splits frames over 65,499 bytes. The first
+			// message holds the header the bridge refuses; the rest arrive
+			// after the refusal, as from an agent that has not yet read the
+			// close.
 			parts := split(tt.first, 65499)
 			for range 10 {
 				parts = append(parts, make([]byte, 16<<10))
@@ -54,7 +61,9 @@ func TestCloseSurvivesUnreadClientBytes(t *testing.T) {
 					// socket with bytes unread, i.e. reset the connection.
 					t.Fatalf("write after the refused frame: %v", err)
 				}
-				time.Sleep(20 * time.Millisecond)
+				if i == 0 {
+					waitSessionEnded(t, h.srv)
+				}
 			}
 			_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
 			_, _, err := ws.ReadMessage()
@@ -76,6 +85,18 @@ func TestCloseSurvivesUnreadClientBytes(t *testing.T) {
 	}
 }
 
+// waitSessionEnded waits until the only session of srv has ended: its close
+// is decided and the close frame written (it may still linger, or be gone).
+func waitSessionEnded(t *testing.T, srv *Server) {
+	t.Helper()
+	testutil.Eventually(t, "the bridge to refuse the frame", func() bool {
+		srv.mu.Lock()
+		sessions := slices.Collect(maps.Keys(srv.sessions))
+		srv.mu.Unlock()
+		return len(sessions) == 0 || len(sessions) == 1 && sessions[0].ended()
+	})
+}
+
 // oversizedFrame is a Data frame header declaring 65,537 bytes and its body.
 func oversizedFrame() []byte {
 	b := binary.BigEndian.AppendUint32(nil, relayproto.MaxFrameSize+1)
@@ -89,13 +110,16 @@ func oversizedFrame() []byte {
 // not the four times lingerLimit the client offers before the close grace.
 func TestLingerIsBounded(t *testing.T) {
 	k := testKey(1)
-	h := startBridgeCountingReads(t, nil)
-	h.srv.closeGrace = 10 * time.Second // WriteTimeout (2 s) bounds it
+	// Only the byte limit may end the linger: the close grace and the write
+	// timeout are far longer than sending 4*lingerLimit takes even on a
+	// loaded machine (with the harness's 2 s, a slow client ended it by time).
+	h := startBridgeCountingReads(t, func(o *Options) { o.WriteTimeout = time.Minute })
+	h.srv.closeGrace = time.Minute
 	ws := h.register(t, k)
 	send(t, ws, rawHeader(relayproto.MaxFrameSize+1, relayproto.TypeData))
 	before := h.clientRead.Load() // the upgrade, Register and the header
 	chunk := make([]byte, 32<<10)
-	_ = ws.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	_ = ws.SetWriteDeadline(time.Now().Add(2 * time.Minute))
 	for sent := 0; sent < 4*lingerLimit; sent += len(chunk) {
 		if err := ws.WriteMessage(websocket.BinaryMessage, chunk); err != nil {
 			break // the bridge closed after lingerLimit bytes
