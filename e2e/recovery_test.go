@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
@@ -19,16 +21,16 @@ import (
 // The recovery suite (issue 14): two agents that follow the real agent's
 // reconnect policy (testagent.Reconnector) exchange Data frames every
 // frameInterval, one through nginx and one through the gRPC front, while a
-// component fails. Each case reports the data-path downtime (the longest
+// component fails. Each case logs the data-path downtime (the longest
 // stretch without a frame from the peer, either way) and asserts its goal
-// and that no upgrade was a false "connected" (a 101 the server closed
-// before anything flowed). Margins are generous: the machine is shared.
+// by the order of events (which dials were refused, held or upgraded, and
+// when against the fault), never by a duration: downtimes are measured by
+// bench/recovery. It also checks that no upgrade was a false "connected"
+// (a 101 the server closed before anything flowed).
 const (
 	frameInterval = 100 * time.Millisecond
 	// relayWait is the bridge's --relay-wait (its default).
 	relayWait = 7500 * time.Millisecond
-	// cpuMargin absorbs a loaded 2-core CI machine (process restarts, TLS).
-	cpuMargin = 2 * time.Second
 )
 
 func (e *env) testRecovery(t *testing.T) {
@@ -257,15 +259,44 @@ func (e *env) recoverDrainTwo(t *testing.T) {
 	}
 	t.Logf("RECOVERY bridge SIGTERM, two replicas (sessions before: %d on the drained one, %d on the other): data path down %s; a: %s; b: %s",
 		max(onStack, onSecond), min(onStack, onSecond), got.Round(time.Millisecond), describe(ra), describe(rb))
-	goal := testagent.AgentPolicy.First + cpuMargin // the first 1 s retry lands on the other bridge
-	if got > goal {
-		t.Errorf("data path down %s, want at most the agent's first retry %s (+%s margin)", got, testagent.AgentPolicy.First, cpuMargin)
-	}
+	// By the order of events (the downtime is bench/recovery's): the drain
+	// closed each session on the drained bridge with 1001 draining, and
+	// every agent's first dial after the SIGTERM landed on the other bridge,
+	// whose session outlived the drain.
 	for name, r := range map[string]testagent.Report{"a": ra, "b": rb} {
-		for _, d := range r.Dials {
-			if d.At.After(sigterm) {
-				t.Errorf("agent %s: a dial after the SIGTERM was refused (%d %s): it should have landed on the other bridge", name, d.Status, d.Reason)
-			}
+		movedOnFirstRetry(t, name, r, sigterm)
+	}
+}
+
+// movedOnFirstRetry: a session of r open at sigterm that a server ended was
+// closed 1001 draining; no dial after sigterm was refused, at most one
+// session was opened after it, and that one was not closed by a server.
+func movedOnFirstRetry(t *testing.T, name string, r testagent.Report, sigterm time.Time) {
+	t.Helper()
+	for _, s := range r.Sessions {
+		if s.Dialed.Before(sigterm) && s.ClosedByServer &&
+			(s.CloseCode != websocket.CloseGoingAway || s.CloseText != string(contract.CloseDraining)) {
+			t.Errorf("agent %s: its session on the drained bridge ended with %d %q, want the drain's 1001 %s: %s",
+				name, s.CloseCode, s.CloseText, contract.CloseDraining, describe(r))
+		}
+	}
+	for _, d := range r.Dials {
+		if d.At.After(sigterm) {
+			t.Errorf("agent %s: a dial after the SIGTERM was refused (%d %s): it should have landed on the other bridge", name, d.Status, d.Reason)
+		}
+	}
+	var after []testagent.SessionRecord
+	for _, s := range r.Sessions {
+		if s.Dialed.After(sigterm) {
+			after = append(after, s)
+		}
+	}
+	if len(after) > 1 {
+		t.Errorf("agent %s: %d sessions opened after the SIGTERM, want at most one (the first retry): %s", name, len(after), describe(r))
+	}
+	for _, s := range after {
+		if s.ClosedByServer {
+			t.Errorf("agent %s: the session opened after the SIGTERM was closed by the server (%d %q): %s", name, s.CloseCode, s.CloseText, describe(r))
 		}
 	}
 }
