@@ -247,7 +247,7 @@ func TestStuckClientClosesOnlyItsSession(t *testing.T) {
 			t.Fatalf("other session read %x, %v; want %x", msg, err, toClient)
 		}
 		toRelay := relayproto.AppendData(nil, testKey(9), []byte("still here"))
-		go send(t, other, toRelay)
+		send(t, other, toRelay) // returns once the bridge has read it; its relay write waits for the read below
 		got := make([]byte, len(toRelay))
 		if _, err := io.ReadFull(otherRelay, got); err != nil || string(got) != string(toRelay) {
 			t.Fatalf("other session, client to relay: %x, %v; want %x", got, err, toRelay)
