@@ -17,6 +17,9 @@ import (
 // ExitCode is the process exit code (nil when every stage passed). Usage
 // errors go to stderr.
 func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "sessions" {
+		return sessionsCommand(ctx, args[1:], stdout, stderr)
+	}
 	o := DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -20,7 +20,7 @@ var binaries = []struct {
 }{
 	{"wirekube-extauthz", "./extauthz/cmd/wirekube-extauthz", [][]string{{"-h"}}},
 	{"wirekube-bridge", "./bridge/cmd/wirekube-bridge", [][]string{{"-h"}}},
-	{"wirekube-relay-probe", "./tools/cmd/wirekube-relay-probe", [][]string{{"-h"}}},
+	{"wirekube-relay-probe", "./tools/cmd/wirekube-relay-probe", [][]string{{"-h"}, {"sessions", "-h"}}},
 	{"wirekube-relay-token", "./tools/cmd/wirekube-relay-token",
 		[][]string{{"issue", "-h"}, {"list", "-h"}, {"revoke", "-h"}}},
 	{"wirekube-refrelay", "./internal/test/refrelay/cmd/wirekube-refrelay", [][]string{{"-h"}}},
