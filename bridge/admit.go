@@ -30,6 +30,13 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	probe := isProbe(r)
+	if !probe { // a probe registers nothing: it takes no key from anyone
+		if holder := s.owners.heldByOther(&id); holder != nil {
+			s.logKeyHeld(id, holder.id, "upgrade")
+			s.deny(w, r, id, contract.ReasonKeyHeldByOtherBinding, nil)
+			return
+		}
+	}
 	ticket, reason := s.admitPeer(w, id, probe)
 	if reason != "" {
 		s.deny(w, r, id, reason, nil)

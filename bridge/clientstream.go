@@ -42,8 +42,9 @@ type frameFilter struct {
 	// onFrame, if set, is called for every whole frame: forwarded or dropped.
 	onFrame func(t relayproto.FrameType, size int, forwarded bool)
 	// onRegister, if set, is called once Register is verified, before it
-	// is forwarded.
-	onRegister func()
+	// is forwarded; a close error it returns refuses the Register (it is
+	// not forwarded, the filter stays unregistered).
+	onRegister func() *closeError
 }
 
 // scan consumes the whole frames at the start of p. Runs of frames to pass
@@ -168,9 +169,11 @@ func (f *frameFilter) verifyRegister(body []byte) *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch,
 			fmt.Errorf("registered key %s, vouched key %s", k, f.key))
 	}
-	f.registered = true
 	if f.onRegister != nil {
-		f.onRegister()
+		if ce := f.onRegister(); ce != nil {
+			return ce
+		}
 	}
+	f.registered = true
 	return nil
 }

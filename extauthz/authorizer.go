@@ -48,6 +48,10 @@ type Authorizer struct {
 	verifier *verifier
 	outage   *outage
 	now      func() time.Time
+	// holders answers which binding holds a key on the bridges streaming
+	// to this process (the WatchHub; keyholder.go). Set before serving;
+	// nil: none known.
+	holders keyHolders
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
 // Request is the front-end independent view of the request to authorize,
@@ -37,6 +38,10 @@ type Request struct {
 	// RequestID is the front's request id, already checked
 	// (logging.RequestID): logged with the decision.
 	RequestID string
+	// Subprotocols holds every Sec-WebSocket-Protocol value: an upgrade
+	// that offers only the probe subprotocol registers nothing (the bridge
+	// serves it as a probe), so it takes no key from a live session.
+	Subprotocols []string
 }
 
 // Header is one header the allow answer sets on the upstream request.
@@ -66,6 +71,8 @@ type Decision struct {
 	// verified claims (signature checked locally), for the log line only:
 	// the refusal is then traceable by node name (issue 22).
 	ClaimedNode string
+	// binding is what X-WireKube-Binding holds, on a relay allow.
+	binding revocation.Binding
 }
 
 // claimedNode is the node name of verified claims, "" when none.
@@ -165,6 +172,9 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 		d = a.bindPeer(&rv, exp)
 		if !d.Allowed() && d.Peer == "" {
 			d.ClaimedNode = rv.nodeName // the log names the node of a refused binding
+		}
+		if d.Allowed() && !probeOnly(req.Subprotocols) {
+			d = a.checkKeyHolder(d)
 		}
 	}
 	d.CacheHit, d.Offline = hit, offline

@@ -49,6 +49,7 @@ func requestFromCheck(in *authv3.CheckRequest) Request {
 	req.Origin = hdr.origin
 	req.Upgrade = hdr.upgrade
 	req.Connection = hdr.connection
+	req.Subprotocols = hdr.subprotocols
 	// Envoy fills id from x-request-id (the one it generated for an
 	// external request, use_remote_address: true); the header is the
 	// fallback for a caller that leaves id empty.
@@ -72,7 +73,7 @@ func hasNonZero(values []string) bool {
 
 // checkedHeaders are the request headers the decision reads.
 type checkedHeaders struct {
-	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID []string
+	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID, subprotocols []string
 }
 
 func (c *checkedHeaders) add(k, v string) {
@@ -92,6 +93,8 @@ func (c *checkedHeaders) add(k, v string) {
 		dst = &c.contentLength
 	case "x-request-id":
 		dst = &c.requestID
+	case "sec-websocket-protocol":
+		dst = &c.subprotocols
 	default:
 		return
 	}

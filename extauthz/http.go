@@ -43,6 +43,7 @@ func requestFromHTTP(r *http.Request) Request {
 		Authorization: r.Header.Values("Authorization"),
 		Origin:        r.Header.Values("Origin"),
 		Upgrade:       r.Header.Values("Upgrade"),
+		Subprotocols:  r.Header.Values("Sec-WebSocket-Protocol"),
 		HasBody:       r.ContentLength > 0 || len(r.TransferEncoding) > 0,
 		// The front's id: nginx's $request_id (the shipped snippet sets
 		// X-Request-Id), Envoy http_service's x-request-id.

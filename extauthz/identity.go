@@ -154,6 +154,7 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 		return Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: key.Fingerprint(),
 			Detail: "key also in WireKubePeer " + strings.Join(others, ",")}
 	}
+	b := bindingOf(rv, node, peer, key)
 	return Decision{
 		Peer:           peer,
 		KeyFingerprint: key.Fingerprint(),
@@ -162,8 +163,9 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 			{contract.HeaderPublicKey, key.Base64()},
 			{contract.HeaderIdentity, rv.username},
 			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
-			{contract.HeaderBinding, bindingOf(rv, node, peer, key).Format()},
+			{contract.HeaderBinding, b.Format()},
 		},
+		binding: b,
 	}
 }
 

@@ -114,6 +114,8 @@ func specExtauthzReasons(t *testing.T) []contract.Reason {
 var coveredElsewhere = map[contract.Reason]string{
 	// Needs a TokenReview held open while a second check arrives.
 	contract.ReasonReviewThrottled: "TestReviewThrottled",
+	// Needs a live binding on a revocation stream of the hub.
+	contract.ReasonKeyHeldByOtherBinding: "TestKeyHeldByOtherBinding",
 }
 
 // testMentions reports whether the test function name in this package's

@@ -82,6 +82,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return fmt.Errorf("revocation metrics: %w", err)
 	}
+	authz.holders = hub // before any Check is served
 	if err := in.OnChange(hub.Notify); err != nil {
 		return err
 	}

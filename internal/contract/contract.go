@@ -102,6 +102,15 @@ const (
 	// WireKubePeer, so a copied key is vouched for by neither peer: both
 	// are refused, and their live sessions closed, until one key changes.
 	ReasonPeerKeyDuplicate Reason = "peer_key_duplicate"
+	// ReasonKeyHeldByOtherBinding: the key is registered by a live session
+	// admitted under another binding (another ServiceAccount, Pod or Node
+	// of the same peer: an agent token and a per-peer token, say; issue
+	// 20). A session replaces only a session of its own binding (the
+	// agent's reconnect); the other one must end first. Answered by the
+	// bridge and extauthz before the upgrade, and by the bridge as a 1008
+	// close when two upgrades raced to the Register. 403, not 409: nginx's
+	// auth_request passes only 401 and 403 through.
+	ReasonKeyHeldByOtherBinding Reason = "key_held_by_other_binding"
 
 	// 503: fail closed, retryable.
 	ReasonReviewUnavailable Reason = "review_unavailable"

@@ -39,6 +39,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonNodeMismatch:              "the token's node does not match the bound Pod's node: use the token of the agent on this node",
 	contract.ReasonServiceAccountNotFound:    "the token's ServiceAccount was deleted (revoked): issue a new token with wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerNotFound:              "no WireKubePeer exists for this identity (its node name or dedicated peer): create the WireKubePeer or check the node name",
+	contract.ReasonKeyHeldByOtherBinding:     "a live session of another identity of this peer (another ServiceAccount, Pod or Node: the agent's, or a per-peer token's) holds the key, and only the same binding may replace it: wait for it to end, stop it, or probe in check mode (without --register)",
 	contract.ReasonPeerKeyDuplicate:          "another WireKubePeer holds the same spec.publicKey, so the gateway vouches for neither: find both (kubectl get wkpeer -o custom-columns=NAME:.metadata.name,KEY:.spec.publicKey), restore the right key and rotate the copied one",
 	contract.ReasonTokenSecretBound:          "the token is bound to a Secret, which the gateway cannot follow: use the agent Pod's projected token or wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerKeyInvalid:            "the WireKubePeer's spec.publicKey is not a 32-byte base64 key: fix the peer object (kubectl get wkpeer NAME -o yaml)",
