@@ -42,6 +42,7 @@ func (e *env) testBindingRules(t *testing.T, f front) {
 	})
 	t.Run("secret_bound_token_refused", func(t *testing.T) { e.testSecretBound(t, f) })
 	t.Run("key_squatting", func(t *testing.T) { e.testKeySquatting(t, f) })
+	t.Run("replace_only_same_binding", func(t *testing.T) { e.testReplaceOnlySameBinding(t, f) })
 	t.Run("per_peer_pod_bound_node_deleted", func(t *testing.T) {
 		id := e.peerPodIdentity(t, peerName(f, "b-peernode"))
 		c := session(t, f, id)

@@ -43,6 +43,7 @@ func TestE2E(t *testing.T) {
 	t.Run("front_matrix", e.testFrontMatrix)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
+	t.Run("binding_across_replicas", e.testBindingAcrossReplicas)
 	t.Run("faults", e.testFaults)
 	t.Run("recovery", e.testRecovery)
 	t.Run("8_logs_contain_no_token", e.testLogs)

@@ -13,14 +13,16 @@ import (
 // later for this identity: 429 (the bridge's per-peer limits, while an
 // earlier session of the peer is still being torn down) or 403
 // register_key_mismatch (the key-mismatch backoff window after a wrong
-// Register).
+// Register) or key_held_by_other_binding (a session of another binding of
+// the peer has not ended yet, or its end has not reached extauthz).
 func IsGatewayBackoff(err error) bool {
 	var de *DialError
 	if !errors.As(err, &de) {
 		return false
 	}
 	return de.Status == http.StatusTooManyRequests ||
-		(de.Status == http.StatusForbidden && de.Reason == string(contract.CloseRegisterKeyMismatch))
+		(de.Status == http.StatusForbidden && (de.Reason == string(contract.CloseRegisterKeyMismatch) ||
+			de.Reason == string(contract.ReasonKeyHeldByOtherBinding)))
 }
 
 // RetryBackoff calls dial until it succeeds, fails otherwise than with
