@@ -70,4 +70,5 @@ var scenarios = []scenario{
 	{"9_token_anywhere_else_not_logged", (*env).testTokenPlaces},
 	{"10_binding_rules", (*env).testBindingRules},
 	{"11_refusals_traceable", (*env).testTraceable},
+	{"12_sessions_listing", (*env).testSessionListing},
 }

@@ -86,6 +86,7 @@ func newEnv(t *testing.T) *env {
 		ExtauthzKubeconfig: kubeconfig,
 		BridgeArgs: []string{
 			"--register-timeout=" + registerTimeout.String(), "--drain-timeout=" + drainTimeout.String(),
+			"--debug-sessions", // scenario 12
 		},
 	})
 	fatalIf(t, err)
