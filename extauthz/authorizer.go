@@ -35,6 +35,9 @@ type Deps struct {
 	// API server (RESTFetch). Required: every token's signature is checked
 	// against them before a TokenReview is spent on it.
 	Keys FetchFunc
+	// Events records Kubernetes Events on WireKubePeers for the refusals
+	// and revocations an operator must act on; nil records none.
+	Events *PeerEvents
 }
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
@@ -47,6 +50,7 @@ type Authorizer struct {
 	keys     *keySet
 	verifier *verifier
 	outage   *outage
+	events   *PeerEvents // nil: none recorded
 	now      func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
 	// to this process (the WatchHub; keyholder.go). Set before serving;
@@ -84,7 +88,8 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
 		now: d.Now, metrics: m, log: d.Logger}
 	return &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
-		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, now: d.Now}, nil
+		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: d.Events,
+		now: d.Now}, nil
 }
 
 // RunKeys loads the token verification keys and keeps them fresh until ctx

@@ -32,6 +32,7 @@ type Config struct {
 	maxInflight       int
 	checkTimeout      time.Duration
 	watchedNamespaces []string
+	peerEvents        bool
 	// Local verification, degraded mode and review gate (verify.go,
 	// offline.go, fairness.go).
 	issuers        []string
@@ -69,6 +70,7 @@ func (o *Options) Complete() (*Config, error) {
 		negativeCacheTTL: o.NegativeCacheTTL,
 		maxInflight:      o.MaxInflightReviews,
 		checkTimeout:     o.CheckTimeout,
+		peerEvents:       o.PeerEvents,
 		issuers:          append([]string(nil), o.ServiceAccountIssuers...),
 		jwksInterval:     o.JWKSRefreshInterval,
 		jwksMinRefresh:   o.JWKSMinRefreshInterval,

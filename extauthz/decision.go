@@ -99,7 +99,8 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // Decide runs the checks in order, cheapest first; no API call is made until
 // the request shape, the path and the origin passed. Every failure, including
 // an internal one, is a deny: fail closed. It records one metric sample and
-// one log line per call.
+// one log line per call, and queues an Event for a refusal an operator must
+// act on (events.go; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.checkTimeout)
@@ -107,6 +108,7 @@ func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	d := a.decide(ctx, &req)
 	a.observe(ctx, req, d, time.Since(start))
 	a.observeOffline(d)
+	a.events.Refused(d)
 	return d
 }
 

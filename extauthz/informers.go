@@ -22,6 +22,9 @@ import (
 // PeerGVR is the WireKubePeer resource (cluster-scoped).
 var PeerGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubepeers"}
 
+// PeerKind is the WireKubePeer kind.
+const PeerKind = "WireKubePeer"
+
 // CoreClient is the part of the core/v1 client the informers read: Pods,
 // ServiceAccounts and Nodes, list and watch only.
 type CoreClient interface {
@@ -266,4 +269,24 @@ func slimObject(obj any) (any, error) {
 
 func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+}
+
+// PeerRef is the Event reference of the WireKubePeer named name: what
+// kubectl describe searches by (apiVersion, kind, name, uid; no namespace).
+func (in *Informers) PeerRef(name string) (corev1.ObjectReference, bool) {
+	u, ok := getTyped[*unstructured.Unstructured](in.peers, name)
+	if !ok || u.GetUID() == "" {
+		return corev1.ObjectReference{}, false
+	}
+	return corev1.ObjectReference{APIVersion: PeerGVR.GroupVersion().String(), Kind: PeerKind,
+		Name: u.GetName(), UID: u.GetUID()}, true
+}
+
+// NodeRef is the Event reference of the Node named name.
+func (in *Informers) NodeRef(name string) (corev1.ObjectReference, bool) {
+	n, ok := in.Node(name)
+	if !ok || n.UID == "" {
+		return corev1.ObjectReference{}, false
+	}
+	return corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}, true
 }

@@ -68,6 +68,12 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst are the client-side rate limits.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// PeerEvents records Kubernetes Events on the WireKubePeer when a live
+	// session is revoked or an upgrade refused for a reason the operator
+	// must fix (docs/extauthz.md#events). Default true. Without RBAC to
+	// write Events the writes fail quietly (one log line, a metric);
+	// checks are never affected.
+	PeerEvents bool
 	// LogFormat is json or text. Default json.
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
@@ -98,6 +104,7 @@ func DefaultOptions() Options {
 		CheckTimeout:             2 * time.Second,
 		KubeAPIQPS:               50,
 		KubeAPIBurst:             100,
+		PeerEvents:               true,
 		LogFormat:                logging.DefaultFormat,
 		LogLevel:                 logging.DefaultLevel,
 		VerifyOptions: VerifyOptions{
@@ -132,6 +139,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound of one check, including waiting for a TokenReview slot")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
+	fs.BoolVar(&o.PeerEvents, "peer-events", o.PeerEvents, "record Kubernetes Events on the WireKubePeer for revocations and refusals an operator must act on")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)

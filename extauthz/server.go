@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -45,12 +46,15 @@ type Clients struct {
 	// Keys fetches the ServiceAccount issuer discovery documents
 	// (RESTFetch of the API server's REST client).
 	Keys FetchFunc
+	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
+	// nil records none.
+	Events EventsClient
 }
 
 // NewClients derives the narrow Clients from a clientset and a dynamic
 // client.
 func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
-	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR)}
+	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR), Events: kube.CoreV1()}
 	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
 		c.Keys = RESTFetch(rc)
 	}
@@ -74,7 +78,12 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
-	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys})
+	events, err := peerEvents(cfg, c, in, reg, log)
+	if err != nil {
+		return err
+	}
+	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys,
+		Events: events})
 	if err != nil {
 		return err
 	}
@@ -101,6 +110,9 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	in.Start(gctx)
 	defer in.Shutdown()
 	g.Go(func() error { return authz.RunKeys(gctx) })
+	if events != nil {
+		g.Go(func() error { events.Run(gctx); return nil })
+	}
 	ready := func() bool { return in.HasSynced() && authz.KeysLoaded() }
 	g.Go(func() error {
 		if err := in.WaitForSync(gctx); err != nil {
@@ -132,6 +144,16 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String(),
 		"revocation", addrOf(lns.revocation))
 	return g.Wait()
+}
+
+// peerEvents is the Event recorder of --peer-events, nil when off. Its
+// source.host is the Pod name (the hostname).
+func peerEvents(cfg *Config, c Clients, in *Informers, reg prometheus.Registerer, log *slog.Logger) (*PeerEvents, error) {
+	if !cfg.peerEvents || c.Events == nil {
+		return nil, nil
+	}
+	host, _ := os.Hostname()
+	return NewPeerEvents(c.Events, in, reg, log, host, nil)
 }
 
 type listeners struct {

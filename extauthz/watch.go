@@ -177,8 +177,8 @@ func (h *WatchHub) judge(st *watchStream) []revocation.Op {
 	for _, op := range ops {
 		switch op.Kind {
 		case revocation.KindAdd:
-			if r := h.judgeAdd(st, op); r != "" {
-				out = append(out, h.revoke(op.ID, r, time.Time{}))
+			if r, peer := h.judgeAdd(st, op); r != "" {
+				out = append(out, h.revoke(op.ID, r, peer, time.Time{}))
 			}
 		case revocation.KindRemove:
 			st.remove(op.ID)
@@ -190,7 +190,7 @@ func (h *WatchHub) judge(st *watchStream) []revocation.Op {
 		for id, b := range st.bound(key) {
 			if r := h.authz.rejudge(b); r != "" {
 				st.remove(id)
-				out = append(out, h.revoke(id, r, at))
+				out = append(out, h.revoke(id, r, b.Peer, at))
 			}
 		}
 	}
@@ -198,11 +198,12 @@ func (h *WatchHub) judge(st *watchStream) []revocation.Op {
 }
 
 // judgeAdd records a binding and judges it at once: it may have ended
-// before the bridge could send it.
-func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) contract.Reason {
+// before the bridge could send it. It returns the revocation reason ("" when
+// the binding holds) and the binding's peer.
+func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) (contract.Reason, string) {
 	b, err := revocation.ParseBinding(op.Binding)
 	if err != nil {
-		return contract.CloseRevoked // not a binding this extauthz issues: cannot vouch
+		return contract.CloseRevoked, "" // not a binding this extauthz issues: cannot vouch
 	}
 	limit := h.authz.cfg.watch.RevocationMaxBindings
 	if added, first := st.add(op.ID, b, limit); !added {
@@ -210,17 +211,20 @@ func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) contract.Reason {
 			h.log.Warn("revocation stream at --revocation-max-bindings: sessions beyond it are revoked (revocation_limit)",
 				slog.Int("limit", limit))
 		}
-		return contract.CloseRevocationLimit // cannot watch it: cannot vouch
+		return contract.CloseRevocationLimit, b.Peer // cannot watch it: cannot vouch
 	}
 	r := h.authz.rejudge(b)
 	if r != "" {
 		st.remove(op.ID)
 	}
-	return r
+	return r, b.Peer
 }
 
-func (h *WatchHub) revoke(id uint64, r contract.Reason, at time.Time) revocation.Op {
+// revoke is the revocation of session id for r, counted and recorded as an
+// Event on peer's WireKubePeer (events.go).
+func (h *WatchHub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
 	h.metrics.revocations.WithLabelValues(string(r)).Inc()
+	h.authz.events.Revoked(peer, r)
 	op := revocation.Op{Kind: revocation.KindRevoke, ID: id, Reason: string(r)}
 	if !at.IsZero() {
 		op.EventUnixNano = at.UnixNano()

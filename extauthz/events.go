@@ -1,0 +1,270 @@
+package extauthz
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// Kubernetes Events on the WireKubePeer (issue 22, docs/extauthz.md#events):
+// when extauthz revokes a live session, or refuses an upgrade for a reason
+// the operator must fix on the peer, `kubectl describe wkpeer NAME` shows it.
+//
+// The pipeline is ours, the rate limit is client-go's: tools/record's
+// EventCorrelator (spam filter per object, aggregation, counting of repeats)
+// decides what is written, but not its broadcaster, whose queue drops
+// without telling its caller and which retries a failing write 12 times,
+// 10 s apart. Here a full queue and a failed write are both counted
+// (wirekube_extauthz_peer_events_total), a write is tried once, and nothing
+// on the check path waits for any of it.
+
+// Where and how Events are written.
+const (
+	// eventsNamespace: kube-apiserver accepts an Event about a
+	// cluster-scoped object (involvedObject.namespace empty) only in
+	// "default" (core/v1 Events without eventTime; kube-system too with
+	// eventTime, events.k8s.io). kubectl describe lists such an object's
+	// Events in every namespace, so "default" is found.
+	eventsNamespace = metav1.NamespaceDefault
+	// eventsComponent is the Events' source.component.
+	eventsComponent = "wirekube-extauthz"
+	// eventsQueue bounds the Events waiting to be written; one more is
+	// dropped (result="dropped").
+	eventsQueue = 256
+	// eventsBurst Events per object, then one every eventsRefill: the spam
+	// filter keys on source, object and type, so every WireKubePeer (and
+	// Node) has its own budget.
+	eventsBurst  = 5
+	eventsRefill = 5 * time.Minute
+	// eventsWriteTimeout bounds one create or patch.
+	eventsWriteTimeout = 5 * time.Second
+)
+
+// Results of wirekube_extauthz_peer_events_total.
+const (
+	eventCreated     = "created"      // a new Event
+	eventUpdated     = "updated"      // an existing Event's count patched
+	eventRateLimited = "rate_limited" // the object's budget was spent
+	eventDropped     = "dropped"      // the queue was full
+	eventFailed      = "failed"       // the API server refused or did not answer
+)
+
+// EventsClient writes Events (kubernetes.Interface.CoreV1() fits).
+type EventsClient = corev1client.EventsGetter
+
+// eventObjects resolves the objects Events are about: a WireKubePeer, or a
+// Node (for a peer that does not exist). Informers implements it.
+type eventObjects interface {
+	PeerRef(name string) (corev1.ObjectReference, bool)
+	NodeRef(name string) (corev1.ObjectReference, bool)
+}
+
+// PeerEvents records Events on WireKubePeers. Revoked and Refused never
+// block and never fail; Run writes what they queued. Safe for concurrent
+// use.
+type PeerEvents struct {
+	client  EventsClient
+	objects eventObjects
+	queue   chan *corev1.Event
+	corr    *record.EventCorrelator
+	clock   clock.PassiveClock
+	source  corev1.EventSource
+	results *prometheus.CounterVec
+	log     *slog.Logger
+	failing bool // owned by Run: a failure was logged and no write succeeded since
+}
+
+// NewPeerEvents builds the recorder; host is source.host (the Pod name), clk
+// nil means the real clock.
+func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Registerer, log *slog.Logger,
+	host string, clk clock.PassiveClock) (*PeerEvents, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	e := &PeerEvents{client: client, objects: objects, queue: make(chan *corev1.Event, eventsQueue), clock: clk,
+		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "peer_events_total",
+			Help: "Kubernetes Events on WireKubePeers by result (created|updated|rate_limited|dropped|failed).",
+		}, []string{"result"}),
+	}
+	e.corr = record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
+		BurstSize: eventsBurst, QPS: float32(1 / eventsRefill.Seconds()), Clock: clk,
+	})
+	for _, r := range []string{eventCreated, eventUpdated, eventRateLimited, eventDropped, eventFailed} {
+		e.results.WithLabelValues(r)
+	}
+	if err := reg.Register(e.results); err != nil {
+		return nil, fmt.Errorf("events metrics: %w", err)
+	}
+	return e, nil
+}
+
+// Revoked records that extauthz closed a live session of peer for r.
+func (e *PeerEvents) Revoked(peer string, r contract.Reason) {
+	if e == nil || peer == "" {
+		return
+	}
+	e.record(peer, r, revokedType(r), "relay session revoked: "+reasonText(r))
+}
+
+// Refused records a refused upgrade whose reason the operator must act on
+// (refusalEvent); other denies record nothing.
+func (e *PeerEvents) Refused(d Decision) {
+	if e == nil || d.Peer == "" || !refusalEvent(d.Reason) {
+		return
+	}
+	msg := "relay upgrade refused: " + reasonText(d.Reason)
+	if d.KeyFingerprint != "" {
+		msg += " (key " + d.KeyFingerprint + ")"
+	}
+	e.record(d.Peer, d.Reason, corev1.EventTypeWarning, msg)
+}
+
+// refusalEvent reports the deny reasons that record an Event: the peer's
+// key is unusable or shared, or the peer is missing. A bad token, a limit
+// or an outage is the agent's or the gateway's business, in the logs and
+// metrics.
+func refusalEvent(r contract.Reason) bool {
+	switch r {
+	case contract.ReasonPeerKeyDuplicate, contract.ReasonPeerKeyInvalid, contract.ReasonPeerNotFound:
+		return true
+	}
+	return false
+}
+
+// revokedType: an agent Pod replaced (a DaemonSet rollout) is routine; every
+// other revocation needs a look.
+func revokedType(r contract.Reason) string {
+	if r == contract.ReasonPodNotFound || r == contract.ReasonPodUIDMismatch {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+// reasonText is the Event message's explanation of r: fixed text, never a
+// value from the request.
+func reasonText(r contract.Reason) string {
+	var text string
+	switch r {
+	case contract.ReasonPeerKeyDuplicate:
+		text = "spec.publicKey is also the key of another WireKubePeer"
+	case contract.ReasonPeerKeyInvalid:
+		text = "spec.publicKey is not a WireGuard public key"
+	case contract.ReasonPeerNotFound:
+		text = "no WireKubePeer of this name"
+	case contract.ClosePeerKeyChanged:
+		text = "spec.publicKey changed"
+	case contract.ReasonPodNotFound:
+		text = "the agent Pod is gone"
+	case contract.ReasonPodUIDMismatch:
+		text = "the agent Pod was replaced"
+	case contract.ReasonNodeMismatch:
+		text = "the Node is gone or the identity now leads elsewhere"
+	default:
+		text = "the session's authorization no longer holds"
+	}
+	return text + " (" + string(r) + ")"
+}
+
+// record queues an Event about peer's WireKubePeer, or about the Node of
+// that name when the peer does not exist; without either nothing is
+// recorded (there is nothing for kubectl describe to show it on).
+func (e *PeerEvents) record(peer string, r contract.Reason, typ, msg string) {
+	ref, ok := e.objects.PeerRef(peer)
+	if !ok {
+		if ref, ok = e.objects.NodeRef(peer); !ok {
+			return
+		}
+	}
+	now := metav1.NewTime(e.clock.Now())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: eventsNamespace},
+		InvolvedObject: ref, Reason: string(r), Message: msg, Type: typ,
+		FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: e.source,
+		ReportingController: e.source.Component, ReportingInstance: e.source.Host,
+	}
+	select {
+	case e.queue <- ev:
+	default:
+		e.results.WithLabelValues(eventDropped).Inc()
+	}
+}
+
+// Run writes the queued Events until ctx is done.
+func (e *PeerEvents) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-e.queue:
+			e.write(ctx, ev)
+		}
+	}
+}
+
+// write passes ev through the correlator and writes what it says: a new
+// Event, a count patch of the one already written, or nothing.
+func (e *PeerEvents) write(ctx context.Context, ev *corev1.Event) {
+	res, err := e.corr.EventCorrelate(ev)
+	if err == nil && res.Skip {
+		e.results.WithLabelValues(eventRateLimited).Inc()
+		return
+	}
+	var out *corev1.Event
+	result := eventFailed
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, eventsWriteTimeout)
+		out, result, err = e.send(ctx, res)
+		cancel()
+	}
+	e.results.WithLabelValues(result).Inc()
+	if err != nil {
+		if !e.failing {
+			e.failing = true
+			e.log.Warn("cannot write Kubernetes Events (RBAC create and patch on events in namespace default?); "+
+				"further failures are only counted in wirekube_extauthz_peer_events_total{result=\"failed\"}",
+				slog.String("reason", string(apierrors.ReasonForError(err))), slog.String("error", err.Error()))
+		}
+		return
+	}
+	if e.failing {
+		e.failing = false
+		e.log.Info("writing Kubernetes Events again")
+	}
+	e.corr.UpdateState(out)
+}
+
+// send creates the Event, or patches the count of the one the correlator
+// already knows (creating it if it is gone).
+func (e *PeerEvents) send(ctx context.Context, res *record.EventCorrelateResult) (*corev1.Event, string, error) {
+	events := e.client.Events(res.Event.Namespace)
+	if res.Event.Count > 1 {
+		out, err := events.Patch(ctx, res.Event.Name, types.StrategicMergePatchType, res.Patch, metav1.PatchOptions{})
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				return nil, eventFailed, err
+			}
+			return out, eventUpdated, nil
+		}
+	}
+	ev := res.Event.DeepCopy()
+	ev.ResourceVersion = ""
+	out, err := events.Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil {
+		return nil, eventFailed, err
+	}
+	return out, eventCreated, nil
+}

@@ -1,0 +1,307 @@
+package extauthz
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/revocation"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
+)
+
+// eventRefs is a fixed eventObjects: WireKubePeers node-a and node-c, Node
+// node-x (which has no WireKubePeer).
+type eventRefs struct{}
+
+func (eventRefs) PeerRef(name string) (corev1.ObjectReference, bool) {
+	if name != "node-a" && name != "node-c" {
+		return corev1.ObjectReference{}, false
+	}
+	return corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: name,
+		UID: types.UID("uid-peer-" + name)}, true
+}
+
+func (eventRefs) NodeRef(name string) (corev1.ObjectReference, bool) {
+	if name != "node-x" {
+		return corev1.ObjectReference{}, false
+	}
+	return corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: "uid-node-x"}, true
+}
+
+type eventsEnv struct {
+	ev     *PeerEvents
+	client *fake.Clientset
+	clock  *clocktesting.FakeClock
+	logs   *bytes.Buffer
+}
+
+func newEventsEnv(t *testing.T, objects eventObjects) *eventsEnv {
+	t.Helper()
+	e := &eventsEnv{client: fake.NewClientset(), clock: clocktesting.NewFakeClock(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)),
+		logs: &bytes.Buffer{}}
+	ev, err := NewPeerEvents(e.client.CoreV1(), objects, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(e.logs, nil)),
+		"gw-pod-1", e.clock)
+	must(t, err)
+	e.ev = ev
+	return e
+}
+
+// drain writes every queued Event, as Run would, one millisecond apart (two
+// Events of one object at the same instant would get the same name).
+func (e *eventsEnv) drain(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case ev := <-e.ev.queue:
+			e.ev.write(t.Context(), ev)
+			e.clock.Step(time.Millisecond)
+		default:
+			return
+		}
+	}
+}
+
+func (e *eventsEnv) events(t *testing.T) []corev1.Event {
+	t.Helper()
+	l, err := e.client.CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
+	must(t, err)
+	return l.Items
+}
+
+func (e *eventsEnv) result(r string) float64 {
+	return promtest.ToFloat64(e.ev.results.WithLabelValues(r))
+}
+
+// TestPeerEventsWritten checks what each revocation and refusal writes: the
+// object, namespace, reason, type and message.
+func TestPeerEventsWritten(t *testing.T) {
+	peerA := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-a", UID: "uid-peer-node-a"}
+	for _, tc := range []struct {
+		name   string
+		record func(*PeerEvents)
+		want   *corev1.Event // nil: none
+	}{
+		{"revoked, key changed", func(e *PeerEvents) { e.Revoked("node-a", contract.ClosePeerKeyChanged) },
+			&corev1.Event{InvolvedObject: peerA, Reason: "peer_key_changed", Type: "Warning",
+				Message: "relay session revoked: spec.publicKey changed (peer_key_changed)"}},
+		{"revoked, agent Pod gone", func(e *PeerEvents) { e.Revoked("node-a", contract.ReasonPodNotFound) },
+			&corev1.Event{InvolvedObject: peerA, Reason: "pod_not_found", Type: "Normal",
+				Message: "relay session revoked: the agent Pod is gone (pod_not_found)"}},
+		{"refused, duplicate key", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		}, &corev1.Event{InvolvedObject: peerA, Reason: "peer_key_duplicate", Type: "Warning",
+			Message: "relay upgrade refused: spec.publicKey is also the key of another WireKubePeer (peer_key_duplicate) (key 8c0cc17a)"}},
+		{"refused, no WireKubePeer: on the Node", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
+		}, &corev1.Event{InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-x", UID: "uid-node-x"},
+			Reason: "peer_not_found", Type: "Warning", Message: "relay upgrade refused: no WireKubePeer of this name (peer_not_found)"}},
+		{"refused, neither WireKubePeer nor Node", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-q"})
+		}, nil},
+		{"refused, bad token: not the peer's business", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Peer: "node-a"})
+		}, nil},
+		{"allowed", func(e *PeerEvents) { e.Refused(Decision{Peer: "node-a"}) }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEventsEnv(t, eventRefs{})
+			tc.record(e.ev)
+			e.drain(t)
+			got := e.events(t)
+			if tc.want == nil {
+				if len(got) != 0 {
+					t.Fatalf("%d Events, want none: %+v", len(got), got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d Events, want 1: %+v", len(got), got)
+			}
+			g := got[0]
+			if g.Namespace != "default" || g.InvolvedObject != tc.want.InvolvedObject || g.Reason != tc.want.Reason ||
+				g.Type != tc.want.Type || g.Message != tc.want.Message || g.Count != 1 ||
+				g.Source != (corev1.EventSource{Component: "wirekube-extauthz", Host: "gw-pod-1"}) {
+				t.Fatalf("Event %+v,\nwant in namespace default, count 1, source wirekube-extauthz/gw-pod-1: %+v", g, tc.want)
+			}
+		})
+	}
+}
+
+// TestPeerEventsRateLimitedPerObject: 20 identical refusals of one peer are
+// one Event whose count stops at the burst of 5 (1 create, 4 patches, 15
+// rate-limited); another peer still gets its own Event; 5 minutes later the
+// first peer's budget has one more write, which carries the whole count.
+func TestPeerEventsRateLimitedPerObject(t *testing.T) {
+	e := newEventsEnv(t, eventRefs{})
+	dup := func(peer string) Decision {
+		return Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: "8c0cc17a"}
+	}
+	for range 20 {
+		e.ev.Refused(dup("node-a"))
+		e.drain(t)
+	}
+	e.ev.Refused(dup("node-c"))
+	e.drain(t)
+	counts := map[string]int32{}
+	for _, ev := range e.events(t) {
+		counts[ev.InvolvedObject.Name] += ev.Count
+	}
+	if len(e.events(t)) != 2 || counts["node-a"] != 5 || counts["node-c"] != 1 {
+		t.Fatalf("Events %v (%d objects), want node-a count 5, node-c count 1", counts, len(e.events(t)))
+	}
+	if e.result("created") != 2 || e.result("updated") != 4 || e.result("rate_limited") != 15 {
+		t.Fatalf("created %v updated %v rate_limited %v, want 2, 4, 15",
+			e.result("created"), e.result("updated"), e.result("rate_limited"))
+	}
+	e.clock.Step(5 * time.Minute)
+	e.ev.Refused(dup("node-a"))
+	e.drain(t)
+	for _, ev := range e.events(t) {
+		if ev.InvolvedObject.Name == "node-a" && ev.Count != 21 {
+			t.Fatalf("node-a count %d after the refill, want 21 (every refusal counted)", ev.Count)
+		}
+	}
+}
+
+// TestPeerEventsNeverBlock: with nothing writing, recording beyond the queue
+// returns at once and counts the drops.
+func TestPeerEventsNeverBlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventsEnv(t, eventRefs{})
+		done := make(chan struct{})
+		go func() {
+			for range 256 + 3 {
+				e.ev.Revoked("node-a", contract.ClosePeerKeyChanged)
+			}
+			close(done)
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Revoked blocked on a full queue")
+		}
+		if got := e.result("dropped"); got != 3 {
+			t.Fatalf("dropped %v, want 3", got)
+		}
+	})
+}
+
+// TestPeerEventsForbiddenLogsOnce: without RBAC for Events every write fails;
+// the failure is logged once and counted each time, and logged again only
+// after a write succeeded.
+func TestPeerEventsForbiddenLogsOnce(t *testing.T) {
+	e := newEventsEnv(t, eventRefs{})
+	forbid := true
+	e.client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if forbid {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("RBAC"))
+		}
+		return false, nil, nil
+	})
+	e.ev.Revoked("node-a", contract.ClosePeerKeyChanged)
+	e.ev.Revoked("node-c", contract.ClosePeerKeyChanged)
+	e.ev.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
+	e.drain(t)
+	const line = "cannot write Kubernetes Events"
+	if n := strings.Count(e.logs.String(), line); n != 1 || e.result("failed") != 3 {
+		t.Fatalf("%d log lines %q and %v failures, want 1 line and 3 failures; logs:\n%s", n, line, e.result("failed"), e.logs)
+	}
+	if !strings.Contains(e.logs.String(), "reason=Forbidden") {
+		t.Fatalf("the log line does not name the API's reason: %s", e.logs)
+	}
+	forbid = false
+	e.ev.Revoked("node-a", contract.ReasonPodNotFound)
+	e.drain(t)
+	forbid = true
+	e.ev.Revoked("node-c", contract.ReasonPodNotFound)
+	e.drain(t)
+	if n := strings.Count(e.logs.String(), line); n != 2 || e.result("created") != 1 {
+		t.Fatalf("%d log lines, %v created, want a second line after a success and 1 created; logs:\n%s", n, e.result("created"), e.logs)
+	}
+}
+
+// TestCheckRecordsRefusalEvent goes through a check: a WireKubePeer whose key
+// another peer holds is refused, and the Event lands on that WireKubePeer
+// (the informer's UID), with the key's fingerprint and never the key.
+func TestCheckRecordsRefusalEvent(t *testing.T) {
+	env := newEnv(t, nil)
+	e := newEventsEnv(t, env.in)
+	authz, err := NewAuthorizer(env.authz.cfg, Deps{Reviews: env.client.AuthenticationV1(), Objects: env.in,
+		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Now: env.clock.Now, Keys: env.disc.fetch,
+		Events: e.ev})
+	must(t, err)
+	must(t, authz.keys.refresh(t.Context(), "periodic"))
+	resp, err := (&CheckServer{Authorizer: authz}).Check(context.Background(), relayCheck(env.tokens()["peer-dup-key"], nil))
+	must(t, err)
+	assertDenied(t, resp, contract.ReasonPeerKeyDuplicate)
+	e.drain(t)
+	got := e.events(t)
+	want := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-m", UID: "uid-peer-node-m"}
+	if len(got) != 1 || got[0].InvolvedObject != want || got[0].Reason != "peer_key_duplicate" {
+		t.Fatalf("Events %+v, want one peer_key_duplicate on %+v", got, want)
+	}
+	if !strings.Contains(got[0].Message, "8c0cc17a") || strings.Contains(got[0].Message, dupKeyB64) {
+		t.Fatalf("message %q: want the fingerprint 8c0cc17a, never the key", got[0].Message)
+	}
+}
+
+// TestRevocationRecordsEvent goes through the hub: a live session's
+// WireKubePeer key rotates, the hub revokes the session, and the Event lands
+// on that WireKubePeer; a binding added after its Pod is gone is revoked at
+// once and recorded too.
+func TestRevocationRecordsEvent(t *testing.T) {
+	env := newEnv(t, nil)
+	e := newEventsEnv(t, env.in)
+	env.authz.events = e.ev
+	hub, err := NewWatchHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	must(t, err)
+	st := newWatchStream()
+	if added, _ := st.add(1, peerSABinding(), 10); !added {
+		t.Fatal("binding not added")
+	}
+	_, err = env.dyn.Resource(PeerGVR).Update(t.Context(), peerObject("node-b", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="), metav1.UpdateOptions{})
+	must(t, err)
+	testutil.Eventually(t, "node-b's new key in the cache", func() bool {
+		k, _ := env.in.PeerKey("node-b")
+		return k == "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
+	})
+	st.markDirty(objectKey(kindPeer, "", "node-b"), time.Now())
+	must(t, env.client.CoreV1().Pods("wirekube-system").Delete(t.Context(), "agent-a", metav1.DeleteOptions{}))
+	testutil.Eventually(t, "agent-a gone from the cache", func() bool { _, ok := env.in.Pod("wirekube-system", "agent-a"); return !ok })
+	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: podBinding().Format()})
+	if out := hub.judge(st); len(out) != 2 {
+		t.Fatalf("revocations %+v, want 2", out)
+	}
+	e.drain(t)
+	got := map[string]string{}
+	for _, ev := range e.events(t) {
+		got[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name+"/"+string(ev.InvolvedObject.UID)] = ev.Reason + " " + ev.Type
+	}
+	want := map[string]string{
+		"WireKubePeer/node-b/uid-peer-node-b": "peer_key_changed Warning",
+		"WireKubePeer/node-a/uid-peer-node-a": "pod_not_found Normal",
+	}
+	if len(got) != len(want) || got["WireKubePeer/node-b/uid-peer-node-b"] != want["WireKubePeer/node-b/uid-peer-node-b"] ||
+		got["WireKubePeer/node-a/uid-peer-node-a"] != want["WireKubePeer/node-a/uid-peer-node-a"] {
+		t.Fatalf("Events %v, want %v", got, want)
+	}
+}
