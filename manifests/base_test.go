@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wirekube/relay-ws/envoy"
 )
@@ -89,8 +90,18 @@ func checkNamespace(t *testing.T, r *rendered, _ *appsv1.Deployment) {
 		if o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" {
 			continue
 		}
-		mustf(t, o.GetNamespace() == namespace, "%s %s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+		mustf(t, o.GetNamespace() == wantNamespace(o), "%s %s in namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
 	}
+}
+
+// wantNamespace is the namespace o must be in: the gateway's, except the
+// Events Role and RoleBinding, in default (kube-apiserver takes Events about
+// cluster-scoped objects only there).
+func wantNamespace(o *unstructured.Unstructured) string {
+	if (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") && o.GetName() == "wirekube-relay-gateway-extauthz-events" {
+		return "default"
+	}
+	return namespace
 }
 
 func checkSecurityContext(t *testing.T, _ *rendered, d *appsv1.Deployment) {

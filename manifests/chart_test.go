@@ -49,6 +49,7 @@ var chartValueSets = map[string][]string{
 	"single-replica":      {"--set", "replicas=1"},
 	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
 	"revocation-off":      {"--set", "bridge.revocationAddr="},
+	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"pod-options":         podOptionValues,
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
 	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},

@@ -257,6 +257,20 @@ func TestChartRevocationOff(t *testing.T) {
 	mustf(t, o.RevocationAddr == "", "the bridge parses the rendered args to revocation address %q, want off", o.RevocationAddr)
 }
 
+// TestChartPeerEventsOff: extauthz.peerEvents=false turns the flag off and
+// drops the Events Role (the default renders both: TestChartMatchesBase).
+func TestChartPeerEventsOff(t *testing.T) {
+	r := renderChart(t, chartValueSets["peer-events-off"]...)
+	v, set := flagValue(container(r.deployment(t), "extauthz").Args, "peer-events")
+	mustf(t, set && v == "false", "extauthz --peer-events=%q set=%v, want false", v, set)
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		for _, o := range r.all(kind) {
+			mustf(t, o.GetNamespace() != "default", "%s %s in default with peerEvents=false", kind, o.GetName())
+		}
+	}
+	checkRBAC(t, r, r.deployment(t))
+}
+
 // TestChartPodOptions: scheduling, metadata, Service and digest values
 // reach the rendered objects; the release is on the Pods, not in the
 // selector.

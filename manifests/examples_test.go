@@ -62,7 +62,7 @@ func TestExamples(t *testing.T) {
 			r := renderDir(t, filepath.Join("examples", name))
 			for _, o := range r.objs {
 				ns := o.GetNamespace()
-				mustf(t, ns == "" || ns == namespace, "%s %s in namespace %q", o.GetKind(), o.GetName(), ns)
+				mustf(t, ns == "" || ns == wantNamespace(o), "%s %s in namespace %q", o.GetKind(), o.GetName(), ns)
 			}
 			check(t, r)
 		})

@@ -80,6 +80,9 @@ imagePullPolicy: {{ . }}
   {{- range $x.allowedOrigins }}
   - --allowed-origins={{ . }}
   {{- end }}
+  {{- if not $x.peerEvents }}
+  - --peer-events=false
+  {{- end }}
   {{- include "gw.revocationListenArgs" . | nindent 2 }}
   {{- range $x.extraArgs }}
   - {{ . }}
