@@ -233,3 +233,45 @@ func TestSessionListingPages(t *testing.T) {
 		}
 	}
 }
+
+// blockedWriter is a ResponseWriter whose Write blocks until released, as
+// a listing client that stopped reading.
+type blockedWriter struct {
+	h        http.Header
+	writing  chan struct{}
+	released chan struct{}
+}
+
+func (w *blockedWriter) Header() http.Header { return w.h }
+func (w *blockedWriter) WriteHeader(int)     {}
+func (w *blockedWriter) Write(p []byte) (int, error) {
+	close(w.writing)
+	<-w.released
+	return len(p), nil
+}
+
+// TestSessionListingSlowClientHoldsNoLock: while the listing's write is
+// blocked, a new session is admitted, served and registered (both take the
+// bridge's session-table lock; register fails the test after its 5 s
+// waits if the listing held it).
+func TestSessionListingSlowClientHoldsNoLock(t *testing.T) {
+	h := startBridge(t, withSessions)
+	h.register(t, testKey(1))
+	w := &blockedWriter{h: http.Header{}, writing: make(chan struct{}), released: make(chan struct{})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		h.srv.handleSessions(w, httptestRequest(t, "/debug/sessions"))
+	}()
+	<-w.writing
+	defer func() { <-served }()
+	defer close(w.released) // also when register fails the test
+	h.register(t, testKey(2))
+}
+
+func httptestRequest(t *testing.T, target string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodGet, "http://bridge"+target, nil)
+	must(t, err)
+	return r
+}
