@@ -162,7 +162,7 @@ func TestRegisterRaceOtherBinding(t *testing.T) {
 	}
 }
 
-// bubbleDialAs is bubble.dial with hdr.
+// dialAs is bubble.dial with hdr, returning the answer.
 func (b *bubble) dialAs(hdr http.Header) (*websocket.Conn, *http.Response, error) {
 	d := websocket.Dialer{NetDialContext: b.ln.DialContext, Subprotocols: []string{contract.Subprotocol},
 		HandshakeTimeout: 5 * time.Second}
