@@ -87,7 +87,10 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	known := knownIdentity(r.Header)
 	switch {
 	case r.Method != http.MethodGet:
-		return known, contract.ReasonMethodNotAllowed, fmt.Errorf("method %s", r.Method)
+		// The answer extauthz gives through every front (it sees the
+		// method first): one code for "not a GET upgrade" wherever it is
+		// decided.
+		return known, contract.ReasonNotWebSocket, fmt.Errorf("method %s", r.Method)
 	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
 		return known, contract.ReasonRequestBody, errors.New("request has a body")
 	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
@@ -172,9 +175,6 @@ func writeDeny(w http.ResponseWriter, reason contract.Reason) {
 	h.Set(contract.HeaderDenyReason, string(reason))
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	if reason == contract.ReasonMethodNotAllowed {
-		h.Set("Allow", http.MethodGet)
-	}
 	if st := reason.HTTPStatus(); (st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests) &&
 		h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1") // the agent ignores it; other clients may not

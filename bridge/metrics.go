@@ -33,7 +33,7 @@ var holdOutcomes = []string{"relay_up", "timeout", "client_gone", "draining", "r
 // bridgeDenyReasons are the reasons the bridge answers before an upgrade.
 func bridgeDenyReasons() []contract.Reason {
 	return []contract.Reason{
-		contract.ReasonMethodNotAllowed, contract.ReasonRequestBody, contract.ReasonNotWebSocket,
+		contract.ReasonRequestBody, contract.ReasonNotWebSocket,
 		contract.ReasonIdentityHeaderInvalid, contract.ReasonOriginNotAllowed, contract.ReasonSubprotocol,
 		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
 		// issue 14 and issue 11 item 4

@@ -96,6 +96,12 @@ func (e *env) testDeniedBeforeUpgrade(t *testing.T, f front) {
 		h := http.Header{"Authorization": {"Bearer " + fresh()}}
 		wantRaw(t, raw(t, f, http.MethodGet, "/relay", h, ""), http.StatusBadRequest, contract.ReasonNotWebSocket)
 	})
+	noReview("post_upgrade", func(t *testing.T) {
+		// No 405: a method other than GET is no WebSocket upgrade, refused
+		// by extauthz before any review (the bridge gives the same answer).
+		got := raw(t, f, http.MethodPost, "/relay", upgradeHeader(fresh()), "")
+		wantRaw(t, got, http.StatusBadRequest, contract.ReasonNotWebSocket)
+	})
 	noReview("browser_origin", func(t *testing.T) {
 		o := base
 		o.Token = fresh()

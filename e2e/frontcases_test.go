@@ -134,6 +134,14 @@ var denyCases = []denyCase{
 			got := raw(t, r.front, http.MethodGet, "/relay", h, "")
 			return gotAnswer(got)
 		}},
+	// A well-formed upgrade with a valid token, sent as POST: the one
+	// answer for "not a GET upgrade" (there is no 405), from extauthz where
+	// it sees the method.
+	{"400_not_websocket_post", answer{status: 400, reason: contract.ReasonNotWebSocket},
+		func(t *testing.T, e *env, m *frontMatrix, r *frontRow, a identity) gotAnswer {
+			got := raw(t, r.front, http.MethodPost, "/relay", upgradeHeader(e.freshToken(t, r, a)), "")
+			return gotAnswer(got)
+		}},
 	{"401_token_missing", answer{status: 401, reason: contract.ReasonTokenMissing},
 		func(t *testing.T, e *env, m *frontMatrix, r *frontRow, a identity) gotAnswer {
 			return dialAnswer(t, r.withToken(""))

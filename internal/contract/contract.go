@@ -69,8 +69,6 @@ const (
 	ReasonTokenInURL            Reason = "token_in_url"
 	ReasonAuthorizationRepeated Reason = "authorization_repeated"
 	ReasonSubprotocol           Reason = "subprotocol_unsupported"
-	// 405: /relay only takes GET.
-	ReasonMethodNotAllowed Reason = "method_not_allowed"
 
 	// 401: no usable credential.
 	ReasonTokenMissing     Reason = "token_missing"
@@ -196,8 +194,6 @@ func (r Reason) HTTPStatus() int {
 	switch r {
 	case ReasonNotWebSocket, ReasonRequestBody, ReasonTokenInURL, ReasonAuthorizationRepeated, ReasonSubprotocol:
 		return http.StatusBadRequest
-	case ReasonMethodNotAllowed:
-		return http.StatusMethodNotAllowed
 	case ReasonTokenMissing, ReasonTokenMalformed, ReasonTokenInvalid, ReasonAudienceMismatch:
 		return http.StatusUnauthorized
 	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining,

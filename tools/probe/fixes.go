@@ -12,12 +12,11 @@ import (
 // reason that is missing here.
 var fixes = map[contract.Reason]string{
 	// 400 / 405: the request itself.
-	contract.ReasonNotWebSocket:          "the request reached the gateway without a WebSocket upgrade: the proxy in front must pass Upgrade/Connection headers (nginx: proxy_http_version 1.1 and explicit Upgrade/Connection)",
+	contract.ReasonNotWebSocket:          "the request reached the gateway as no GET WebSocket upgrade: send a GET upgrade, and check that the proxy in front passes Upgrade/Connection headers (nginx: proxy_http_version 1.1 and explicit Upgrade/Connection)",
 	contract.ReasonRequestBody:           "the upgrade request carried a body: send a plain GET upgrade (a proxy or client adds a body)",
 	contract.ReasonTokenInURL:            "a token was put in the URL: remove it from the query string and send it only as Authorization: Bearer",
 	contract.ReasonAuthorizationRepeated: "the request carried more than one Authorization header: check that no proxy adds its own",
 	contract.ReasonSubprotocol:           "the client did not offer subprotocol wirekube.relay.v1: upgrade the agent or fix the proxy that strips Sec-WebSocket-Protocol",
-	contract.ReasonMethodNotAllowed:      "the relay endpoint accepts only GET upgrades",
 
 	// 401: no usable credential.
 	contract.ReasonTokenMissing:     "no Authorization: Bearer token was sent: check --token-file (the agent reads /var/run/secrets/wirekube-relay/token) and that no proxy strips the header",

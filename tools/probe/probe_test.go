@@ -157,7 +157,7 @@ func TestProbeDenyExitCodes(t *testing.T) {
 		{contract.ReasonPeerNotFound, ExitDenied403},
 		{contract.ReasonReviewUnavailable, ExitUnavailable},
 		{contract.ReasonSubprotocol, ExitRejected},
-		{contract.ReasonMethodNotAllowed, ExitRejected},
+		{contract.ReasonNotWebSocket, ExitRejected},
 		{"some_future_reason", ExitDenied403}, // unknown reasons are 403 and get the status fix
 	} {
 		t.Run(string(tc.reason), func(t *testing.T) {
