@@ -243,8 +243,18 @@ func TestTokenExpiryCloses(t *testing.T) {
 }
 
 // wantAuthCloses checks wirekube_bridge_authorization_closes_total by cause.
+// The closer counts a close after end() has sent the close frame, so the
+// client can read the close before the count: wait for the counts first.
 func wantAuthCloses(t *testing.T, h *harness, want map[string]float64) {
 	t.Helper()
+	testutil.Eventually(t, "authorization closes counted", func() bool {
+		for cause, n := range want {
+			if promtest.ToFloat64(h.srv.revoker.m.authCloses.WithLabelValues(cause)) != n {
+				return false
+			}
+		}
+		return true
+	})
 	for cause, n := range want {
 		if got := promtest.ToFloat64(h.srv.revoker.m.authCloses.WithLabelValues(cause)); got != n {
 			t.Errorf("authorization_closes_total{cause=%q} = %v, want %v", cause, got, n)
