@@ -153,11 +153,13 @@ func TestSessionListingShowsEachSession(t *testing.T) {
 			BytesToRelay: 37, FramesToRelay: 1},
 	}
 	// The byte counters are added right after each write returns, so the
-	// echo can reach the test first: read until they show it.
+	// echo (and node-b's verified Register) can reach the test first: read
+	// until both sessions show them.
 	var got contract.SessionList
 	for range 500 {
 		_, _, got = getSessions(t, h, "")
-		if len(got.Sessions) == 2 && got.Sessions[0].BytesToClient == 39 && got.Sessions[0].BytesToRelay == 76 {
+		if len(got.Sessions) == 2 && got.Sessions[0].BytesToClient == 39 && got.Sessions[0].BytesToRelay == 76 &&
+			got.Sessions[1].BytesToRelay == 37 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
