@@ -53,6 +53,23 @@ func (e *env) testPeerEvents(t *testing.T) {
 		t.Fatalf("Events on WireKubePeer %s after 8 refusals: %+v, want one, count 5, with the key's fingerprint %s only",
 			y.peer, evs, x.key.Fingerprint())
 	}
+	// An agent presenting its Pod-bound token (with the node claim
+	// kube-apiserver adds for a scheduled Pod) after exp, as when kubelet
+	// did not refresh it: 401 token_invalid, Event token_expired on its peer.
+	z := e.podAgent(t, peerName(f, "ev-z"))
+	sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(context.Background(), agentSA, metav1.GetOptions{})
+	fatalIf(t, err)
+	node, err := e.cluster.Client.CoreV1().Nodes().Get(context.Background(), z.peer, metav1.GetOptions{})
+	fatalIf(t, err)
+	tok, err := e.cluster.SignToken(stack.SignedTokenOptions{ServiceAccount: sa, Pod: z.pod, Node: node, Audience: contract.DefaultAudience,
+		IssuedAt: time.Now().Add(-2 * time.Hour), Expiry: time.Now().Add(-time.Minute)})
+	fatalIf(t, err)
+	z.tokenFile = e.writeTokenFile(t, z.peer+"-expired", e.track(tok))
+	wantRefused(t, f.opts(z), http.StatusUnauthorized, contract.ReasonTokenInvalid)
+	evs = e.waitPeerEvents(t, z.peer, "token_expired", func([]corev1.Event) bool { return true })
+	if len(evs) != 1 || evs[0].Type != "Warning" || strings.Contains(evs[0].Message, tok) {
+		t.Fatalf("Events on WireKubePeer %s after its expired token: %+v, want one Warning token_expired", z.peer, evs)
+	}
 }
 
 // testEventsNamespace: why the Events are in default and not in the

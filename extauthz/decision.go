@@ -141,7 +141,11 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	k := a.reviewer.key(token)
 	ver, reason, detail := a.verifyOnce(ctx, k, token)
 	if reason != "" {
-		return Decision{Reason: reason, Detail: detail}
+		d := Decision{Reason: reason, Detail: detail}
+		if detail == verifyExpired && ver != nil {
+			d.ClaimedNode = claimedNode(ver.claims) // an expired token: whose node did not refresh it
+		}
+		return d
 	}
 	claims := ver.claims
 	if kind == pathRelay && claims.secretBound() {

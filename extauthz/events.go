@@ -121,9 +121,21 @@ func (e *PeerEvents) Revoked(peer string, r contract.Reason) {
 }
 
 // Refused records a refused upgrade whose reason the operator must act on
-// (refusalEvent); other denies record nothing.
+// (refusalEvent, and an expired token naming a node: Event reason
+// token_expired); other denies record nothing.
 func (e *PeerEvents) Refused(d Decision) {
-	if e == nil || d.Peer == "" || !refusalEvent(d.Reason) {
+	if e == nil {
+		return
+	}
+	if d.Reason == contract.ReasonTokenInvalid && d.Detail == verifyExpired && d.ClaimedNode != "" {
+		// The cluster signed it for this node's agent, and it is past its
+		// exp: kubelet did not refresh the projected token, or the agent
+		// reads a stale file. The node is from signature-verified claims.
+		e.record(d.ClaimedNode, contract.CloseTokenExpired, corev1.EventTypeWarning,
+			"relay upgrade refused: the agent's token has expired and was not refreshed (token_invalid, expired)")
+		return
+	}
+	if d.Peer == "" || !refusalEvent(d.Reason) {
 		return
 	}
 	msg := "relay upgrade refused: " + reasonText(d.Reason)

@@ -116,6 +116,13 @@ func TestPeerEventsWritten(t *testing.T) {
 		{"refused, neither WireKubePeer nor Node", func(e *PeerEvents) {
 			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-q"})
 		}, nil},
+		{"refused, expired token of node-a's agent", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a"})
+		}, &corev1.Event{InvolvedObject: peerA, Reason: "token_expired", Type: "Warning",
+			Message: "relay upgrade refused: the agent's token has expired and was not refreshed (token_invalid, expired)"}},
+		{"refused, bad signature naming a node: not the peer's business", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "signature", ClaimedNode: "node-a"})
+		}, nil},
 		{"refused, bad token: not the peer's business", func(e *PeerEvents) {
 			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Peer: "node-a"})
 		}, nil},
@@ -303,5 +310,25 @@ func TestRevocationRecordsEvent(t *testing.T) {
 	if len(got) != len(want) || got["WireKubePeer/node-b/uid-peer-node-b"] != want["WireKubePeer/node-b/uid-peer-node-b"] ||
 		got["WireKubePeer/node-a/uid-peer-node-a"] != want["WireKubePeer/node-a/uid-peer-node-a"] {
 		t.Fatalf("Events %v, want %v", got, want)
+	}
+}
+
+// TestCheckRecordsExpiredTokenEvent goes through a check: node-a's agent
+// presents its Pod-bound token after exp; the Event token_expired lands on
+// WireKubePeer node-a, the node of the token's verified claims.
+func TestCheckRecordsExpiredTokenEvent(t *testing.T) {
+	env := newEnv(t, nil)
+	e := newEventsEnv(t, env.in)
+	env.authz.events = e.ev
+	spec := agentSpec(env)
+	spec.exp = env.clock.Now().Add(-time.Second)
+	resp, err := env.srv.Check(context.Background(), relayCheck(spec.sign(), nil))
+	must(t, err)
+	assertDenied(t, resp, contract.ReasonTokenInvalid)
+	e.drain(t)
+	got := e.events(t)
+	want := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-a", UID: "uid-peer-node-a"}
+	if len(got) != 1 || got[0].InvolvedObject != want || got[0].Reason != "token_expired" {
+		t.Fatalf("Events %+v, want one token_expired on %+v", got, want)
 	}
 }
