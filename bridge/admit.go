@@ -73,10 +73,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	// net/http frees what it holds per connection (its buffers and the
 	// serve goroutine's stack, ~10 KiB), which matters for idle sessions.
 	// The slot taken above accounts for it: Drain waits for every slot.
-	go func() {
-		defer s.releaseSlot()
-		s.serveSession(ws, relay, id, r.RemoteAddr, ticket)
-	}()
+	go s.serveSession(ws, relay, id, r.RemoteAddr, ticket) // finishSession releases the slot
 }
 
 // admit runs the checks that need no relay: method, body, upgrade headers,

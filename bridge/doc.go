@@ -17,7 +17,9 @@
 // gorilla/websocket performs the handshake and writes to the client; the
 // bridge reads the client's frames itself (wsdecode.go) so that it can wait
 // for data without holding a buffer and read many messages per system call.
-// Per session it runs two goroutines (one reading each side) and three
-// timers (register deadline, pings, token expiry); buffers are borrowed from a pool only while
-// bytes are in flight, so an idle session costs about 12 KiB.
+// Per session it runs a reader goroutine for each side while that side has
+// traffic (a side idle for a second gives its goroutine up to a poller
+// shared by all sessions: park.go) and three timers (register deadline,
+// pings, token expiry); buffers are borrowed from a pool only while bytes
+// are in flight, so an idle session holds no goroutine and no buffer.
 package bridge

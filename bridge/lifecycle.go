@@ -47,6 +47,8 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 		servers = append(servers, newServer(s.AdminHandler()))
 		listeners = append(listeners, adminLn)
 	}
+	s.startParking()
+	defer s.stopParking() // after the drain: no session is left
 	errc := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()

@@ -21,11 +21,20 @@ var errClientClose = errors.New("bridge: client sent close")
 // discarding, until the client answers the close frame, sends EOF, the
 // close grace expires or lingerLimit bytes were dropped, so that closing
 // the socket does not reset the connection and lose the close frame.
-func (s *session) clientToRelay() {
+//
+// It reports whether it parked instead (park.go): then its goroutine must
+// end without touching the client direction again.
+func (s *session) clientToRelay() (parked bool) {
 	for {
 		if err := s.fromClient.readInto(s, &s.raw); err != nil {
+			switch err = s.clientIdle(err); err {
+			case nil:
+				continue
+			case errParked:
+				return true
+			}
 			s.end(clientReadClose(err, s.filter.registered))
-			return
+			return false
 		}
 		s.refreshReadDeadline()
 		done, cerr := s.decodeClient()
@@ -33,7 +42,7 @@ func (s *session) clientToRelay() {
 			s.end(cerr)
 		}
 		if done {
-			return
+			return false
 		}
 	}
 }
@@ -200,6 +209,10 @@ func clientReadClose(err error, registered bool) *closeError {
 // packed up to coalesceLimit, and a frame never waits for a later one.
 func (s *session) relayToClient() {
 	err := s.copyRelay()
+	if err == errParked {
+		return // the poller holds the direction (park.go)
+	}
+	defer s.relayRun.Done()
 	if s.ended() {
 		return
 	}
@@ -216,7 +229,10 @@ func (s *session) copyRelay() error {
 		// Waits holding no pooled buffer when nothing is pending; completes
 		// a partial frame in place otherwise.
 		if err := s.fromRelay.readInto(s, &s.out); err != nil {
-			return err
+			if err = s.relayIdle(err); err != nil {
+				return err
+			}
+			continue
 		}
 		for s.out.n > 0 {
 			buf := *s.out.b
@@ -247,7 +263,8 @@ func (s *session) writeClient(p []byte) error {
 	}
 	c.message()
 	c.flush()
-	if err := s.writeMessage(p, time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
+	s.relayLast = time.Now()
+	if err := s.writeMessage(p, s.relayLast.Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return closeWith(0, contract.ResultClientWriteFailed, err)
 	}
 	s.bytesToClient.Add(int64(len(p)))

@@ -37,6 +37,12 @@ type Server struct {
 	peers         *peerLimits // per-peer bounds (peerlimit.go)
 	backoff       *keyBackoff // key-mismatch windows (backoff.go)
 
+	// Idle readers (park.go): parking is on while Run serves; the poller
+	// is made at the first park.
+	parkMu  sync.Mutex
+	parking bool
+	poller  *poller
+
 	mu       sync.Mutex
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
@@ -186,8 +192,10 @@ func (s *Server) releaseSlot() {
 	}
 }
 
-// serveSession runs an upgraded session to its end, then logs and counts
-// it. It runs in the goroutine handleRelay starts for the session.
+// serveSession runs an upgraded session; finishSession logs and counts it
+// at its end and releases its slot. It runs in the goroutine handleRelay
+// starts for the session, which may end before the session does when it
+// parks (park.go).
 func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string, ticket *peerTicket) {
 	sess := newSession(s, ws, relay, id, remote)
 	sess.ticket = ticket
@@ -206,7 +214,13 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
 	}
 
-	ce := sess.run()
+	sess.serve()
+}
+
+// finishSession is the end of serveSession, in the goroutine that ran the
+// session's client reader last.
+func (s *Server) finishSession(sess *session, ce *closeError) {
+	defer s.releaseSlot()
 	s.revoker.remove(sess)
 	s.owners.release(sess)
 	s.onSessionEnd(sess, ce)

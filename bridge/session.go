@@ -12,10 +12,12 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// session is one upgraded client and its relay connection. The handler
-// goroutine that created it runs clientToRelay and owns the relay reader
-// goroutine; timers (pings, the register deadline) run their callbacks only
-// through enter/leave, so none outlives the session.
+// session is one upgraded client and its relay connection. The goroutine
+// handleRelay starts for it runs the client reader and starts the relay
+// reader (serve); either may park while idle (park.go), and the client
+// reader that stops last finishes the session; timers (pings, the register
+// deadline) run their callbacks only through fromTimer, so none outlives
+// the session.
 type session struct {
 	srv    *Server
 	ws     *websocket.Conn
@@ -52,9 +54,10 @@ type session struct {
 	// direction's goroutine.
 	toRelayCounts, toClientCounts frameCounts
 
-	// lastRefresh is when the client read deadline was last pushed back;
-	// only the client reader goroutine uses it.
-	lastRefresh time.Time
+	// lastRefresh is when the client read deadline was last pushed back,
+	// lastRead when a registered client's bytes were last read; only the
+	// client reader uses them.
+	lastRefresh, lastRead time.Time
 
 	// Bytes and frames each way, written by one goroutine each (bytes once
 	// per write, frames once per counted batch, never per frame) and read
@@ -79,6 +82,22 @@ type session struct {
 	// when its token expires. Set by revoker.add before run.
 	revID  uint64
 	expiry *time.Timer
+
+	// Idle readers (park.go): parkable is set when readers may park, park
+	// is the server's poller once one has; relayRun counts the relay reader's goroutine or its
+	// parked state. Under mu: relayParked and clientParked while the poller
+	// holds that connection, silenceAt the client's silence deadline
+	// meanwhile, pingAt when the pinger fires next. parkID and armed
+	// belong to the poller. relayLast is when the relay reader last sent
+	// the client a message (lastRead: see lastRefresh).
+	parkable                  bool
+	park                      *poller
+	relayRun                  sync.WaitGroup
+	relayParked, clientParked bool
+	silenceAt, pingAt         time.Time
+	parkID                    uint64
+	armed                     [2]bool
+	relayLast                 time.Time
 }
 
 // streamBuf is a pooled buffer held only while it has unconsumed bytes.
@@ -115,31 +134,46 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 			s.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRegisterTimeout, nil))
 		})
 	})
+	s.pingAt = s.start.Add(srv.cfg.PingInterval)
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
 	s.dec = wsDecoder{onControl: s.onControl, onMessage: s.countMessage}
 	s.direct = directConn(ws.NetConn())
 	s.fromClient.init(ws.NetConn())
 	s.fromRelay.init(relay)
+	s.parkable = srv.parkingOn()
 	return s
 }
 
-// run serves the session until both directions have stopped and returns
-// how it ended. It closes the client connection; end closes the relay one.
-func (s *session) run() *closeError {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.relayToClient()
-	}()
-	s.clientToRelay()
-	wg.Wait()
+// serve serves the session: it starts the relay reader and runs the
+// client reader in this goroutine. The client reader that stops for good
+// (after end) finishes the session: it waits for the relay reader and the
+// timer callbacks, closes the client connection (end closes the relay
+// one) and calls the server's finishSession. Either reader may park while
+// idle (park.go); then its goroutine ends early and a later one goes on.
+func (s *session) serve() {
+	if s.parkable && s.fromRelay.raw != nil {
+		_ = s.relay.SetReadDeadline(time.Now().Add(idleAfter))
+	}
+	s.relayRun.Add(1)
+	go s.relayToClient()
+	s.clientLoop()
+}
+
+// clientLoop runs the client reader until it parks or stops; see serve.
+func (s *session) clientLoop() {
+	if s.clientToRelay() {
+		return // parked
+	}
+	s.relayRun.Wait()
 	s.inflight.Wait()
+	if s.park != nil {
+		s.park.forget(s)
+	}
 	_ = s.ws.Close()
 	s.inLen, s.out.n, s.raw.n = 0, 0, 0
 	s.release(&s.out)
 	s.release(&s.raw)
-	return s.result
+	s.srv.finishSession(s, s.result)
 }
 
 // fromTimer runs f for a timer callback unless the session has ended;
@@ -156,7 +190,18 @@ func (s *session) fromTimer(f func()) {
 	f()
 }
 
+// ping sends a ping and sets the next one. While the client reader is
+// parked (park.go) it also keeps the silence deadline: it fires at it
+// instead of pinging, and wakes the reader, which meets the passed
+// deadline (ping timeout).
 func (s *session) ping() {
+	s.mu.Lock()
+	if s.clientParked && !time.Now().Before(s.silenceAt) {
+		s.unparkClientLocked()
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
 	deadline := time.Now().Add(s.srv.cfg.WriteTimeout)
 	if err := s.ws.WriteControl(websocket.PingMessage, nil, deadline); err != nil {
 		s.end(closeWith(0, contract.ResultClientWriteFailed, err))
@@ -164,7 +209,12 @@ func (s *session) ping() {
 	}
 	s.mu.Lock()
 	if s.result == nil {
-		s.pinger.Reset(s.srv.cfg.PingInterval)
+		next := s.srv.cfg.PingInterval
+		if s.clientParked {
+			next = min(next, time.Until(s.silenceAt))
+		}
+		s.pingAt = time.Now().Add(next)
+		s.pinger.Reset(next)
 	}
 	s.mu.Unlock()
 }
@@ -192,15 +242,20 @@ func (s *session) refreshReadDeadline() {
 		return
 	}
 	now := time.Now()
+	s.lastRead = now
 	ping := s.srv.cfg.PingInterval
 	if now.Sub(s.lastRefresh) < ping/4 {
 		return
 	}
 	s.lastRefresh = now
+	d := s.silenceLimit()
+	if s.parkable && s.fromClient.raw != nil {
+		d = min(d, idleAfter) // then clientIdle pushes it on (park.go)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.result == nil {
-		_ = s.ws.SetReadDeadline(now.Add(3*ping + ping/4))
+		_ = s.ws.SetReadDeadline(now.Add(d))
 	}
 }
 
@@ -234,6 +289,14 @@ func (s *session) end(ce *closeError) bool {
 	s.result = ce
 	s.pinger.Stop()
 	s.regTimer.Stop()
+	if s.relayParked { // no goroutine reads the relay: the direction is over
+		s.relayParked = false
+		s.relayRun.Done()
+	}
+	if s.clientParked { // a client reader lingers or meets the closed socket
+		s.clientParked = false
+		defer func() { go s.clientLoop() }()
+	}
 	s.mu.Unlock()
 
 	_ = s.relay.Close()

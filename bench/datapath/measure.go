@@ -140,7 +140,9 @@ func measureIdle(ctx context.Context, cfg Config, relay *refrelay.Server, p path
 }
 
 func settledRSS(procs []proc) ([]int64, error) {
-	time.Sleep(time.Second) // let closed sessions and idle timers settle
+	// Let closed sessions and idle timers settle, and idle session readers
+	// park (the bridge parks a side silent for 1 s: bridge/park.go).
+	time.Sleep(3 * time.Second)
 	out := make([]int64, len(procs))
 	for i, p := range procs {
 		if p.gc != nil {
