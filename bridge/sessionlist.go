@@ -16,10 +16,10 @@ import (
 
 // The session listing (GET /debug/sessions on the metrics listener, only
 // with --debug-sessions; docs/bridge.md#who-is-connected). The handler
-// copies the matching session pointers under s.mu, reads each session's
-// immutable identity and atomic counters after releasing it, and encodes
-// the page into memory before writing it: a slow reader of the listing
-// holds no lock a session needs.
+// copies the session table's pointers under s.mu, then filters, sorts and
+// reads each session's immutable identity and atomic counters after
+// releasing it, and encodes the page into memory before writing it: a slow
+// reader of the listing holds no lock a session needs.
 
 // listQuery is a parsed listing query.
 type listQuery struct {
@@ -98,9 +98,17 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 
 // listSessions returns the page of live sessions q asks for.
 func (s *Server) listSessions(q listQuery) contract.SessionList {
-	live, page := s.snapshot(q)
+	all := s.liveSessions()
+	out := contract.SessionList{Live: len(all), Sessions: []contract.SessionInfo{}}
+	// A session's seq and identity are set before it enters s.sessions
+	// (under s.mu, which liveSessions took after): safe to read here.
+	page := all[:0]
+	for _, sess := range all {
+		if sess.seq > q.after && (q.peer == "" || sess.id.Peer == q.peer) {
+			page = append(page, sess)
+		}
+	}
 	slices.SortFunc(page, func(a, b *session) int { return cmp.Compare(a.seq, b.seq) })
-	out := contract.SessionList{Live: live, Sessions: []contract.SessionInfo{}}
 	if len(page) > q.limit {
 		page = page[:q.limit]
 		out.Next = strconv.FormatUint(page[len(page)-1].seq, 10)
@@ -111,17 +119,20 @@ func (s *Server) listSessions(q listQuery) contract.SessionList {
 	return out
 }
 
-// snapshot copies, under s.mu and nothing else, the sessions matching q:
-// pointers only, no session lock taken.
-func (s *Server) snapshot(q listQuery) (live int, match []*session) {
+// liveSessions copies the session table's pointers under s.mu, into a
+// slice allocated before taking it: the lock is held for the map's
+// iteration only, no session is dereferenced and no session lock taken.
+func (s *Server) liveSessions() []*session {
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	all := make([]*session, 0, n+n/8+16) // room for sessions opened meanwhile
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for sess := range s.sessions {
-		if sess.seq > q.after && (q.peer == "" || sess.id.Peer == q.peer) {
-			match = append(match, sess)
-		}
+		all = append(all, sess)
 	}
-	return len(s.sessions), match
+	return all
 }
 
 // info is the session's listing entry: its identity is immutable and its

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -158,8 +160,8 @@ func TestSessionListingShowsEachSession(t *testing.T) {
 	var got contract.SessionList
 	for range 500 {
 		_, _, got = getSessions(t, h, "")
-		if len(got.Sessions) == 2 && got.Sessions[0].BytesToClient == 39 && got.Sessions[0].BytesToRelay == 76 &&
-			got.Sessions[1].BytesToRelay == 37 {
+		if len(got.Sessions) == 2 && got.Sessions[0].BytesToClient == want[0].BytesToClient &&
+			got.Sessions[0].BytesToRelay == want[0].BytesToRelay && got.Sessions[1].BytesToRelay == want[1].BytesToRelay {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -276,4 +278,36 @@ func httptestRequest(t *testing.T, target string) *http.Request {
 	r, err := http.NewRequest(http.MethodGet, "http://bridge"+target, nil)
 	must(t, err)
 	return r
+}
+
+// BenchmarkSessionSnapshot measures the listing's time under s.mu
+// (liveSessions) and the whole page (listSessions) with 20,000 live
+// sessions, the default --max-sessions.
+func BenchmarkSessionSnapshot(b *testing.B) {
+	srv, err := newFromOptions(testOptions("127.0.0.1:1"), nil, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 20000 {
+		sess := &session{seq: uint64(i + 1), start: time.Now()}
+		sess.id.Peer = fmt.Sprintf("node-%d", i)
+		srv.sessions[sess] = struct{}{}
+	}
+	q := listQuery{limit: contract.SessionsLimitDefault}
+	b.Run("under_lock", func(b *testing.B) {
+		for b.Loop() {
+			srv.liveSessions()
+		}
+	})
+	b.Run("page_of_100", func(b *testing.B) {
+		for b.Loop() {
+			srv.listSessions(q)
+		}
+	})
+	b.Run("page_of_peer", func(b *testing.B) {
+		q := listQuery{limit: contract.SessionsLimitDefault, peer: "node-7"}
+		for b.Loop() {
+			srv.listSessions(q)
+		}
+	})
 }
