@@ -23,6 +23,11 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: wirekube-relay-probe --url URL [flags]  (is this node able to use the gateway?)\n"+
+			"       wirekube-relay-probe sessions [flags]  (who is connected: wirekube-relay-probe sessions -h)\n")
+		fs.PrintDefaults()
+	}
 	o.AddFlags(fs)
 	showVersion := version.AddFlag(fs)
 	if err := fs.Parse(args); err != nil {

@@ -98,6 +98,11 @@ func sessionsCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	var o SessionsOptions
 	fs := flag.NewFlagSet("wirekube-relay-probe sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: wirekube-relay-probe sessions [flags]\n"+
+			"Lists the live sessions of every gateway Pod through the API server's Pod proxy (docs/tools.md#sessions).\n")
+		fs.PrintDefaults()
+	}
 	o.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -182,5 +183,23 @@ func TestSessionsExitCodes(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q (stdout %q); want exit %d and %q", code, errOut, out, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// TestSessionsHelp: the probe's -h names the subcommand, whose -h says what
+// it does; neither is an error.
+func TestSessionsHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-h"}, "wirekube-relay-probe sessions [flags]  (who is connected"},
+		{[]string{"sessions", "-h"}, "Lists the live sessions of every gateway Pod through the API server's Pod proxy"},
+	} {
+		var errOut strings.Builder
+		err := Command(context.Background(), tc.args, io.Discard, &errOut)
+		if err != nil || !strings.Contains(errOut.String(), tc.want) || !strings.Contains(errOut.String(), "  -") {
+			t.Errorf("%q: %v, stderr:\n%s\nwant %q and the flags", tc.args, err, errOut.String(), tc.want)
+		}
 	}
 }
