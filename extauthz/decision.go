@@ -103,9 +103,7 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // act on (events.go; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.checkTimeout)
-	defer cancel()
-	d := a.decide(ctx, &req)
+	d := a.decide(ctx, start.Add(a.cfg.checkTimeout), &req)
 	a.observe(ctx, req, d, time.Since(start))
 	a.observeOffline(d)
 	a.events.Refused(d)
@@ -119,7 +117,11 @@ const (
 	pathAuthnOnly
 )
 
-func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
+// decide makes the decision; deadline is the check's (--check-timeout from
+// its start). Only the calls that may wait (a signature verification that
+// may fetch the JWKS, a TokenReview) run under it: a cache hit needs no
+// timer.
+func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Request) Decision {
 	p, rawQuery, ok := splitTarget(req.Target)
 	if ok && hasTokenInURL(p, rawQuery) {
 		return deny(contract.ReasonTokenInURL)
@@ -128,7 +130,13 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	if reason != "" {
 		return deny(reason)
 	}
-	if checkPayload(token) != nil {
+	k := a.reviewer.key(token)
+	cached, inCache := a.reviewer.cachedVerification(k)
+	held := inCache && a.verifier.holds(cached)
+	// A held verification is of these very bytes (k is the HMAC of the
+	// whole token), which passed checkPayload before they were verified:
+	// its answer cannot have changed.
+	if !held && checkPayload(token) != nil {
 		return deny(contract.ReasonTokenMalformed)
 	}
 	kind, reason := a.checkPath(req, p, ok)
@@ -138,8 +146,12 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 	if reason := a.checkOrigin(req.Origin); reason != "" {
 		return deny(reason)
 	}
-	k := a.reviewer.key(token)
-	ver, reason, detail := a.verifyOnce(ctx, k, token)
+	ver, reason, detail := cached, contract.Reason(""), ""
+	if !held {
+		vctx, cancel := context.WithDeadline(ctx, deadline)
+		ver, reason, detail = a.verifyAgain(vctx, k, token, inCache)
+		cancel()
+	}
 	if reason != "" {
 		d := Decision{Reason: reason, Detail: detail}
 		if detail == verifyExpired && ver != nil {
@@ -158,7 +170,12 @@ func (a *Authorizer) decide(ctx context.Context, req *Request) Decision {
 		// Before any API call: no rule admits this identity (prefilter.go).
 		return Decision{Reason: contract.ReasonIdentityNotAllowed, Detail: detailSubjectRefused}
 	}
-	rv, hit, reason := a.reviewer.Review(ctx, k, token, exp, ver)
+	rv, hit := a.reviewer.cachedReview(k)
+	if !hit {
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		rv, hit, reason = a.reviewer.Review(rctx, k, token, exp, ver)
+		cancel()
+	}
 	offline := false
 	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {
 		// Throttled during an outage too: the calls that pass the gate

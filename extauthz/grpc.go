@@ -76,70 +76,142 @@ type checkedHeaders struct {
 	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID, subprotocols []string
 }
 
-func (c *checkedHeaders) add(k, v string) {
-	var dst *[]string
+// Slots of the headers the decision reads, in checkedHeaders' order.
+const (
+	hdrAuthorization = iota
+	hdrOrigin
+	hdrUpgrade
+	hdrConnection
+	hdrTransferEncoding
+	hdrContentLength
+	hdrRequestID
+	hdrSubprotocols
+	hdrSlots
+)
+
+// headerSlot returns the slot of header name k, or -1 when the decision does
+// not read it.
+func headerSlot(k string) int {
 	switch strings.ToLower(k) {
 	case "authorization":
-		dst = &c.authorization
+		return hdrAuthorization
 	case "origin":
-		dst = &c.origin
+		return hdrOrigin
 	case "upgrade":
-		dst = &c.upgrade
+		return hdrUpgrade
 	case "connection":
-		dst = &c.connection
+		return hdrConnection
 	case "transfer-encoding":
-		dst = &c.transferEncoding
+		return hdrTransferEncoding
 	case "content-length":
-		dst = &c.contentLength
+		return hdrContentLength
 	case "x-request-id":
-		dst = &c.requestID
+		return hdrRequestID
 	case "sec-websocket-protocol":
-		dst = &c.subprotocols
-	default:
-		return
+		return hdrSubprotocols
 	}
-	*dst = append(*dst, v)
+	return -1
 }
 
 // checkHeaders collects the headers the decision reads from a CheckRequest:
 // from header_map (one entry per header line) when Envoy sends it, else from
-// the headers map (repeated lines joined by ",").
+// the headers map (repeated lines joined by ","). It counts them first, so
+// all the values share one allocation.
 func checkHeaders(h *authv3.AttributeContext_HttpRequest) checkedHeaders {
-	var out checkedHeaders
-	if hm := h.GetHeaderMap().GetHeaders(); len(hm) > 0 {
+	var count [hdrSlots]int
+	hm := h.GetHeaderMap().GetHeaders()
+	if len(hm) > 0 {
 		for _, hv := range hm {
+			if i := headerSlot(hv.GetKey()); i >= 0 {
+				count[i]++
+			}
+		}
+	} else {
+		for k := range h.GetHeaders() {
+			if i := headerSlot(k); i >= 0 {
+				count[i]++
+			}
+		}
+	}
+	total := 0
+	for _, n := range count {
+		total += n
+	}
+	var slots [hdrSlots][]string
+	if total > 0 {
+		backing := make([]string, 0, total)
+		for i, n := range count {
+			if n > 0 { // a header not sent stays nil
+				slots[i] = backing[:0:n]
+				backing = backing[n:n:cap(backing)]
+			}
+		}
+	}
+	if len(hm) > 0 {
+		for _, hv := range hm {
+			i := headerSlot(hv.GetKey())
+			if i < 0 {
+				continue
+			}
 			v := hv.GetValue()
 			if len(hv.GetRawValue()) > 0 {
 				v = string(hv.GetRawValue())
 			}
-			out.add(hv.GetKey(), v)
+			slots[i] = append(slots[i], v)
 		}
-		return out
+	} else {
+		for k, v := range h.GetHeaders() {
+			if i := headerSlot(k); i >= 0 {
+				slots[i] = append(slots[i], v)
+			}
+		}
 	}
-	for k, v := range h.GetHeaders() {
-		out.add(k, v)
+	return checkedHeaders{
+		authorization: slots[hdrAuthorization], origin: slots[hdrOrigin], upgrade: slots[hdrUpgrade],
+		connection: slots[hdrConnection], transferEncoding: slots[hdrTransferEncoding],
+		contentLength: slots[hdrContentLength], requestID: slots[hdrRequestID], subprotocols: slots[hdrSubprotocols],
 	}
-	return out
+}
+
+// allowHeader is one header of an allow answer with the messages it points
+// to, so an answer's headers are one allocation, not three per header.
+type allowHeader struct {
+	opt    corev3.HeaderValueOption
+	header corev3.HeaderValue
+	append wrapperspb.BoolValue // false
+}
+
+// allowAnswer is an allow answer's messages, allocated together.
+type allowAnswer struct {
+	resp   authv3.CheckResponse
+	status status.Status
+	ok     authv3.CheckResponse_OkResponse
+	okHTTP authv3.OkHttpResponse
+	remove [1]string
 }
 
 func checkResponse(d Decision) *authv3.CheckResponse {
 	if d.Allowed() {
-		headers := make([]*corev3.HeaderValueOption, 0, len(d.Headers))
-		for _, h := range d.Headers {
-			headers = append(headers, &corev3.HeaderValueOption{
-				Header: &corev3.HeaderValue{Key: h.Name, Value: h.Value},
-				//lint:ignore SA1019 docs/spec.md#envoy: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
-				Append:       wrapperspb.Bool(false),
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-			})
+		hs := make([]allowHeader, len(d.Headers))
+		headers := make([]*corev3.HeaderValueOption, len(d.Headers))
+		for i, h := range d.Headers {
+			x := &hs[i]
+			x.header.Key, x.header.Value = h.Name, h.Value
+			x.opt.Header = &x.header
+			//lint:ignore SA1019 docs/spec.md#envoy: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
+			x.opt.Append = &x.append
+			x.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			headers[i] = &x.opt
 		}
-		return &authv3.CheckResponse{
-			Status: &status.Status{Code: int32(codes.OK)},
-			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-				Headers:         headers,
-				HeadersToRemove: []string{"authorization"},
-			}},
-		}
+		a := new(allowAnswer)
+		a.status.Code = int32(codes.OK)
+		a.remove[0] = "authorization"
+		a.okHTTP.Headers = headers
+		a.okHTTP.HeadersToRemove = a.remove[:]
+		a.ok.OkResponse = &a.okHTTP
+		a.resp.Status = &a.status
+		a.resp.HttpResponse = &a.ok
+		return &a.resp
 	}
 	deniedHeaders := []*corev3.HeaderValueOption{
 		denyHeader(contract.HeaderDenyReason, string(d.Reason)),

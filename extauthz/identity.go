@@ -147,7 +147,8 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 	if err != nil {
 		return Decision{Reason: contract.ReasonPeerKeyInvalid, Peer: peer}
 	}
-	if others := otherHolders(a.objects.PeersWithKey(key.Base64()), peer); len(others) > 0 {
+	keyB64 := key.Base64()
+	if others := otherHolders(a.objects.PeersWithKey(keyB64), peer); len(others) > 0 {
 		// Any agent may write any WireKubePeer (docs/spec.md#agent): a key in
 		// two peers is vouched for by neither, or one node could take over
 		// another's relay traffic by copying its key.
@@ -160,7 +161,7 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 		KeyFingerprint: key.Fingerprint(),
 		Headers: []Header{
 			{contract.HeaderPeer, peer},
-			{contract.HeaderPublicKey, key.Base64()},
+			{contract.HeaderPublicKey, keyB64},
 			{contract.HeaderIdentity, rv.username},
 			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
 			{contract.HeaderBinding, b.Format()},

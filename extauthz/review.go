@@ -137,6 +137,17 @@ func (r *reviewer) cachedVerification(k cacheKey) (*verified, bool) {
 	return e.ver, true
 }
 
+// cachedReview returns the live cached answer of key k, counted as a cache
+// hit, or false. Review looks again (the answer may have arrived since).
+func (r *reviewer) cachedReview(k cacheKey) (review, bool) {
+	e, ok := r.cache.Get(k)
+	if !ok || !r.now().Before(e.expires) {
+		return review{}, false
+	}
+	r.metrics.cacheHit(e.review.authenticated)
+	return e.review, true
+}
+
 // Review returns the TokenReview answer for token, whose key is k, from the
 // cache when possible. exp is the token's own expiry (zero if unknown); ver
 // its local verification, cached with the answer; a call to the API counts against

@@ -62,15 +62,11 @@ func (v *verifier) holds(ver *verified) bool {
 	return st.prints[ver.key] && slices.Contains(st.issuers, ver.claims.Issuer)
 }
 
-// verifyOnce returns the token's verification: the one kept with its cached
-// review when it still holds, otherwise a full verification. A cached answer
-// whose verification no longer holds and whose token fails again is dropped
-// from the cache, so it can never be served.
-func (a *Authorizer) verifyOnce(ctx context.Context, k cacheKey, token string) (*verified, contract.Reason, string) {
-	cached, inCache := a.reviewer.cachedVerification(k)
-	if inCache && a.verifier.holds(cached) {
-		return cached, "", ""
-	}
+// verifyAgain verifies token in full: it has no cached verification that
+// still holds (holds). A cached answer (inCache) whose verification no longer
+// holds and whose token fails again is dropped from the cache, so it can
+// never be served.
+func (a *Authorizer) verifyAgain(ctx context.Context, k cacheKey, token string, inCache bool) (*verified, contract.Reason, string) {
 	ver, reason, detail := a.verifier.verify(ctx, token)
 	if reason != "" && inCache {
 		a.reviewer.cache.Remove(k)
