@@ -146,12 +146,14 @@ func (e *PeerEvents) Refused(d Decision) {
 }
 
 // refusalEvent reports the deny reasons that record an Event: the peer's
-// key is unusable or shared, or the peer is missing. A bad token, a limit
-// or an outage is the agent's or the gateway's business, in the logs and
-// metrics.
+// key is unusable or shared, the peer is missing, or another binding's live
+// session holds the peer's key (a second identity in use for one node). A
+// bad token, a limit or an outage is the agent's or the gateway's business,
+// in the logs and metrics.
 func refusalEvent(r contract.Reason) bool {
 	switch r {
-	case contract.ReasonPeerKeyDuplicate, contract.ReasonPeerKeyInvalid, contract.ReasonPeerNotFound:
+	case contract.ReasonPeerKeyDuplicate, contract.ReasonPeerKeyInvalid, contract.ReasonPeerNotFound,
+		contract.ReasonKeyHeldByOtherBinding:
 		return true
 	}
 	return false
@@ -177,6 +179,8 @@ func reasonText(r contract.Reason) string {
 		text = "spec.publicKey is not a WireGuard public key"
 	case contract.ReasonPeerNotFound:
 		text = "no WireKubePeer of this name"
+	case contract.ReasonKeyHeldByOtherBinding:
+		text = "a live session of another identity, Pod or Node holds this peer's key"
 	case contract.ClosePeerKeyChanged:
 		text = "spec.publicKey changed"
 	case contract.ReasonPodNotFound:

@@ -109,6 +109,10 @@ func TestPeerEventsWritten(t *testing.T) {
 			e.Refused(Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
 		}, &corev1.Event{InvolvedObject: peerA, Reason: "peer_key_duplicate", Type: "Warning",
 			Message: "relay upgrade refused: spec.publicKey is also the key of another WireKubePeer (peer_key_duplicate) (key 8c0cc17a)"}},
+		{"refused, key held by another binding", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonKeyHeldByOtherBinding, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		}, &corev1.Event{InvolvedObject: peerA, Reason: "key_held_by_other_binding", Type: "Warning",
+			Message: "relay upgrade refused: a live session of another identity, Pod or Node holds this peer's key (key_held_by_other_binding) (key 8c0cc17a)"}},
 		{"refused, no WireKubePeer: on the Node", func(e *PeerEvents) {
 			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
 		}, &corev1.Event{InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-x", UID: "uid-node-x"},
