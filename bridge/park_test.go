@@ -27,17 +27,22 @@ func onlySession(t *testing.T, srv *Server) *session {
 
 // waitParked waits until both readers of s have given their goroutine up
 // to the poller, and checks that the session then holds no pooled buffer
-// and that no goroutine runs either reader.
+// and no plain-read array (rawread.go), and that no goroutine runs either
+// reader.
 func waitParked(t *testing.T, s *session) {
 	t.Helper()
 	for limit := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		s.mu.Lock()
 		parked := s.relayParked && s.clientParked
 		held := parked && (s.raw.b != nil || s.out.b != nil) // no reader runs when both are parked
+		small := parked && (s.fromClient.small != nil || s.fromRelay.small != nil)
 		s.mu.Unlock()
 		if parked {
 			if held {
 				t.Error("a parked session holds a pooled buffer")
+			}
+			if small {
+				t.Error("a session over sockets holds a plain-read array")
 			}
 			if n := readerGoroutines(); n != 0 {
 				t.Errorf("%d goroutines run a reader of the parked session", n)

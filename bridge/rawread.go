@@ -18,8 +18,8 @@ import (
 // idleReader.
 type idleReader struct {
 	conn  net.Conn
-	raw   syscall.RawConn // nil: use small
-	small [idleReadSize]byte
+	raw   syscall.RawConn     // nil: use small
+	small *[idleReadSize]byte // made on the first plain read (a socket never needs it)
 
 	readFn func(fd uintptr) bool // r.readFD
 	s      *session
@@ -82,6 +82,9 @@ func (r *idleReader) readInto(s *session, sb *streamBuf) error {
 func (r *idleReader) readPlain(s *session, sb *streamBuf) error {
 	if sb.n == 0 {
 		s.release(sb)
+		if r.small == nil {
+			r.small = new([idleReadSize]byte)
+		}
 		n, err := r.conn.Read(r.small[:])
 		if n > 0 {
 			sb.n = copy(s.take(sb), r.small[:n])
