@@ -237,3 +237,38 @@ func TestReviewGateIdentityRate(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewGateNoSlotIdleWhileCallersWait: a storm of distinct identities
+// (a relay restart: one token per agent) keeps every in-flight slot busy
+// while callers wait. 5 x 16 callers holding a slot 20 ms each end in
+// waves of 16 at 20, 40, 60, 80 and 100 ms of fake time: a slot handed on
+// late or left idle shows as a wave that is short or late.
+func TestReviewGateNoSlotIdleWhileCallersWait(t *testing.T) {
+	const slots, waves, hold = 16, 5, 20 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		g := newReviewGate(1e6, 1e6, slots, time.Minute) // slots alone bound the calls
+		start := time.Now()
+		var mu sync.Mutex
+		ended := map[time.Duration]int{}
+		var wg sync.WaitGroup
+		for i := range slots * waves {
+			wg.Go(func() {
+				release, err := g.enter(context.Background(), fmt.Sprint("agent-", i))
+				must(t, err)
+				time.Sleep(hold) // the TokenReview call
+				mu.Lock()
+				ended[time.Since(start)]++
+				mu.Unlock()
+				release()
+			})
+		}
+		wg.Wait()
+		want := map[time.Duration]int{}
+		for w := 1; w <= waves; w++ {
+			want[time.Duration(w)*hold] = slots
+		}
+		if fmt.Sprint(ended) != fmt.Sprint(want) {
+			t.Errorf("calls ended at (fake time: count) %v, want %v", ended, want)
+		}
+	})
+}
