@@ -85,8 +85,9 @@ var errNoExp = errors.New("token has no exp claim")
 // that could not be a ServiceAccount token's: not base64url JSON, or no
 // numeric exp. It reads no value the gateway acts on: the expiry, the
 // identity and the bound objects come from the verified claims only, whose
-// names verifier.verify checks (checkClaimNames). It runs on every check, a
-// cache hit included, so it stays as cheap as one small decode.
+// names verifier.verify checks (checkClaimNames). It runs on every check
+// whose token has no cached verification that still holds (a held one is of
+// the same bytes, which passed it before): a cache hit skips it.
 func checkPayload(token string) error {
 	raw, err := payloadBytes(token)
 	if err != nil {
