@@ -197,10 +197,17 @@ func (h *harness) dial(t *testing.T, hdr http.Header) *websocket.Conn {
 	return ws
 }
 
-// register dials as k, registers and proves the session live with an echo.
+// register dials as k, registers and waits until the relay has the
+// Register.
 func (h *harness) register(t *testing.T, k relayproto.Key) *websocket.Conn {
 	t.Helper()
-	ws := h.dial(t, identity(k))
+	return h.registeredAs(t, identity(k), k)
+}
+
+// registeredAs is register with the identity headers hdr.
+func (h *harness) registeredAs(t *testing.T, hdr http.Header, k relayproto.Key) *websocket.Conn {
+	t.Helper()
+	ws := h.dial(t, hdr)
 	send(t, ws, relayproto.AppendRegister(nil, k))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

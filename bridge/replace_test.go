@@ -41,19 +41,6 @@ func boundAs(k relayproto.Key, subject, pod string) http.Header {
 	return h
 }
 
-// registeredAs dials with hdr, registers k and waits until the relay has it.
-func (h *harness) registeredAs(t *testing.T, hdr http.Header, k relayproto.Key) *websocket.Conn {
-	t.Helper()
-	ws := h.dial(t, hdr)
-	send(t, ws, relayproto.AppendRegister(nil, k))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.relay.WaitRegistered(ctx, k); err != nil {
-		t.Fatalf("relay never saw Register: %v", err)
-	}
-	return ws
-}
-
 // echoes proves ws's session live: Data to its own key comes back through
 // the relay.
 func echoes(t *testing.T, ws *websocket.Conn, k relayproto.Key) {

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/kubeconfig"
 )
 
 // maxListingPages bounds the pages read from one bridge: 100 pages of
@@ -42,17 +42,10 @@ type SessionsGatherer struct {
 
 // newKubeGatherer builds the gatherer from the kubeconfig rules of kubectl.
 func newKubeGatherer(o SessionsOptions) (*SessionsGatherer, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
-	rc, err := cc.ClientConfig()
+	rc, cc, err := kubeconfig.Load(o.Kubeconfig, o.Context, "wirekube-relay-probe")
 	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			err = errors.New("none found: pass --kubeconfig, set KUBECONFIG, or run in a Pod")
-		}
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("kubeconfig: %w", err)}
+		return nil, &ExitError{Code: ExitUsage, Err: err}
 	}
-	rc.UserAgent = "wirekube-relay-probe"
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("kubernetes client: %w", err)}

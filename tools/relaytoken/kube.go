@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wirekube/relay-ws/internal/kubeconfig"
 )
 
 // Clients are the narrow API clients the tool needs.
@@ -32,17 +34,10 @@ type KubeOptions struct {
 
 // NewClients builds Clients from the kubeconfig rules of kubectl.
 func NewClients(o KubeOptions) (Clients, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
-	rc, err := cc.ClientConfig()
+	rc, cc, err := kubeconfig.Load(o.Kubeconfig, o.Context, "wirekube-relay-token")
 	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return Clients{}, fmt.Errorf("kubeconfig: none found: pass --kubeconfig, set KUBECONFIG, or run in a Pod")
-		}
-		return Clients{}, fmt.Errorf("kubeconfig: %w", err)
+		return Clients{}, err
 	}
-	rc.UserAgent = "wirekube-relay-token"
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return Clients{}, fmt.Errorf("kubernetes client: %w", err)
