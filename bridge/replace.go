@@ -95,7 +95,7 @@ func (sess *session) claimKey() *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonKeyHeldByOtherBinding, nil)
 	}
 	if old != nil {
-		old.end(closeWith(websocket.ClosePolicyViolation, contract.CloseSessionReplaced, nil))
+		old.endBehind(closeWith(websocket.ClosePolicyViolation, contract.CloseSessionReplaced, nil))
 	}
 	return nil
 }

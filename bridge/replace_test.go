@@ -217,3 +217,23 @@ func TestEndedHolderHoldsNothing(t *testing.T) {
 		b.registerAs(t, boundAs(k, agentSubject, "agent-x1"), k)
 	})
 }
+
+// TestReplacementDoesNotWaitForTheOldClose: the Register of a same-binding
+// replacement reaches the relay at the instant it is sent, even when the
+// replaced client has stopped reading (its close frame cannot be written:
+// the pipe holds no bytes); the replaced client still reads 1008
+// session_replaced once it reads again. Exact in a synctest bubble.
+func TestReplacementDoesNotWaitForTheOldClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := testKey(1)
+		b := startBubble(t, nil)
+		hdr := boundAs(k, agentSubject, "agent-a")
+		old, _ := b.registerAs(t, hdr, k) // reads nothing until the end
+		start := time.Now()
+		b.registerAs(t, hdr, k)
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the replacement's Register reached the relay %s after it was sent, want at once", d)
+		}
+		expectClose(t, old, websocket.ClosePolicyViolation, contract.CloseSessionReplaced)
+	})
+}

@@ -281,10 +281,48 @@ const lingerLimit = 256 << 10
 // concurrent use; later calls do nothing. It reports whether this call
 // ended the session (it was the first).
 func (s *session) end(ce *closeError) bool {
+	wake, ok := s.stop(ce, false)
+	if !ok {
+		return false
+	}
+	s.closeClient(ce)
+	if wake {
+		go s.clientLoop()
+	}
+	return true
+}
+
+// endBehind is end for a caller that must not wait on this session's
+// client: a replacement's reader, whose Register goes to the relay only
+// after this session's relay connection is closed, but not after its close
+// frame, which a client that stopped reading holds up to the close grace.
+// The close frame is written by a goroutine that the session's teardown
+// waits for (inflight), as for a timer's.
+func (s *session) endBehind(ce *closeError) bool {
+	wake, ok := s.stop(ce, true)
+	if !ok {
+		return false
+	}
+	go func() {
+		defer s.inflight.Done()
+		s.closeClient(ce)
+		if wake {
+			go s.clientLoop()
+		}
+	}()
+	return true
+}
+
+// stop is end's first half: it records ce unless the session has ended
+// (ok false), stops the timers, releases a parked relay direction and
+// closes the relay connection. wake reports a parked client reader that
+// closeClient's caller must start once the close frame is written, so that
+// it lingers. With behind, one inflight is taken for the caller's closer.
+func (s *session) stop(ce *closeError, behind bool) (wake, ok bool) {
 	s.mu.Lock()
 	if s.result != nil {
 		s.mu.Unlock()
-		return false
+		return false, false
 	}
 	s.result = ce
 	s.pinger.Stop()
@@ -293,13 +331,21 @@ func (s *session) end(ce *closeError) bool {
 		s.relayParked = false
 		s.relayRun.Done()
 	}
-	if s.clientParked { // a client reader lingers or meets the closed socket
-		s.clientParked = false
-		defer func() { go s.clientLoop() }()
+	wake = s.clientParked // a client reader lingers or meets the closed socket
+	s.clientParked = false
+	if behind {
+		s.inflight.Add(1) // before the teardown can wait: the result was unset
 	}
 	s.mu.Unlock()
 
 	_ = s.relay.Close()
+	return wake, true
+}
+
+// closeClient is end's second half: the close frame with the close grace
+// and the half-close, or, without a code or when the frame cannot be
+// written, the client connection closed.
+func (s *session) closeClient(ce *closeError) {
 	if ce.code != 0 {
 		grace := min(s.srv.cfg.WriteTimeout, s.srv.closeGrace)
 		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
@@ -308,11 +354,10 @@ func (s *session) end(ce *closeError) bool {
 			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite() // TCP and Unix sockets; nothing more is written
 			}
-			return true
+			return
 		}
 	}
 	_ = s.ws.Close()
-	return true
 }
 
 // logAttrs are the fields of the session start and end lines. Never the
