@@ -31,6 +31,23 @@ type DownstreamLimits struct {
 // ListenerLimits returns the downstream limits of the named listener, with
 // Envoy's defaults for fields the config leaves unset.
 func ListenerLimits(b *bootstrapv3.Bootstrap, listener string) (DownstreamLimits, error) {
+	hcm, err := listenerHCM(b, listener)
+	if err != nil {
+		return DownstreamLimits{}, err
+	}
+	lim := DownstreamLimits{IdleTimeout: DefaultIdleTimeout, MaxRequestHeaderBytes: DefaultMaxRequestHeaders}
+	if d := hcm.GetCommonHttpProtocolOptions().GetIdleTimeout(); d != nil {
+		lim.IdleTimeout = d.AsDuration()
+	}
+	if kb := hcm.GetMaxRequestHeadersKb(); kb != nil {
+		lim.MaxRequestHeaderBytes = int(kb.GetValue()) << 10
+	}
+	return lim, nil
+}
+
+// listenerHCM returns the first HTTP connection manager of the named
+// listener's filter chains.
+func listenerHCM(b *bootstrapv3.Bootstrap, listener string) (*hcmv3.HttpConnectionManager, error) {
 	for _, l := range b.GetStaticResources().GetListeners() {
 		if l.GetName() != listener {
 			continue
@@ -38,20 +55,12 @@ func ListenerLimits(b *bootstrapv3.Bootstrap, listener string) (DownstreamLimits
 		for _, fc := range l.GetFilterChains() {
 			for _, f := range fc.GetFilters() {
 				hcm := &hcmv3.HttpConnectionManager{}
-				if f.GetTypedConfig().UnmarshalTo(hcm) != nil {
-					continue
+				if f.GetTypedConfig().UnmarshalTo(hcm) == nil {
+					return hcm, nil
 				}
-				lim := DownstreamLimits{IdleTimeout: DefaultIdleTimeout, MaxRequestHeaderBytes: DefaultMaxRequestHeaders}
-				if d := hcm.GetCommonHttpProtocolOptions().GetIdleTimeout(); d != nil {
-					lim.IdleTimeout = d.AsDuration()
-				}
-				if kb := hcm.GetMaxRequestHeadersKb(); kb != nil {
-					lim.MaxRequestHeaderBytes = int(kb.GetValue()) << 10
-				}
-				return lim, nil
 			}
 		}
-		return DownstreamLimits{}, fmt.Errorf("envoy: listener %s has no HTTP connection manager", listener)
+		return nil, fmt.Errorf("envoy: listener %s has no HTTP connection manager", listener)
 	}
-	return DownstreamLimits{}, fmt.Errorf("envoy: no listener %s", listener)
+	return nil, fmt.Errorf("envoy: no listener %s", listener)
 }
