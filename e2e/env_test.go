@@ -213,8 +213,10 @@ func (e *env) podAgent(t *testing.T, peer string) identity {
 	fatalIf(t, err)
 	id := identity{peer: peer, key: e.newKey(t), pod: pod}
 	fatalIf(t, e.cluster.CreatePeer(ctx, peer, id.key.Base64()))
-	id.token = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)})
+	bound := stack.TokenOptions{BoundKind: "Pod", BoundName: pod.Name, BoundUID: string(pod.UID)}
+	id.token = e.tokenFor(t, stack.Namespace, agentSA, bound)
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
+	e.waitPeerSeen(t, id, agentSA, bound)
 	return id
 }
 
@@ -226,8 +228,10 @@ func (e *env) nodeAgent(t *testing.T, peer string) identity {
 	fatalIf(t, err)
 	id := identity{peer: peer, key: e.newKey(t)}
 	fatalIf(t, e.cluster.CreatePeer(ctx, peer, id.key.Base64()))
-	id.token = e.tokenFor(t, stack.Namespace, agentSA, stack.TokenOptions{BoundKind: "Node", BoundName: node.Name, BoundUID: string(node.UID)})
+	bound := stack.TokenOptions{BoundKind: "Node", BoundName: node.Name, BoundUID: string(node.UID)}
+	id.token = e.tokenFor(t, stack.Namespace, agentSA, bound)
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
+	e.waitPeerSeen(t, id, agentSA, bound)
 	return id
 }
 
@@ -247,6 +251,9 @@ func (e *env) peerSAIdentity(t *testing.T, peer string, withPeer bool, rawKey st
 	}
 	id.token = e.tokenFor(t, stack.Namespace, sa.Name, stack.TokenOptions{})
 	id.tokenFile = e.writeTokenFile(t, peer, id.token)
+	if withPeer {
+		e.waitPeerSeen(t, id, sa.Name, stack.TokenOptions{})
+	}
 	return id
 }
 
