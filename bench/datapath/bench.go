@@ -107,10 +107,21 @@ const (
 	pDirect   = "direct TCP"
 	pBridge   = "bridge (ws)"
 	pNaive    = "naive gateway (ws)"
+	pForward  = "Go TCP forwarder (floor)"
 	pChain    = "nginx TLS + bridge (TCP hop)"
 	pChainUDS = "nginx TLS + bridge (Unix socket hop)"
 	pNaiveTLS = "naive gateway (Go TLS)"
+	pWireKube = "WireKube relay-ws (Go TLS)"
 )
+
+// wireKubeEnv names a build of WireKube's own single-process gateway
+// (wirekube-relay-ws: its pkg/relay/wsgateway Server and ListenAndServe)
+// speaking this bench's child protocol (docs/bridge.md#benchmark says how
+// it was built). When set, the bench measures it as one more path, with
+// TLS in Go as it is deployed, and compares the nginx chain with it.
+// Unset, its rows say "not measured": WireKube's module is not on the Go
+// module proxy, so `make bench` cannot build it.
+const wireKubeEnv = "WIREKUBE_BENCH_WIREKUBE_RELAY_WS"
 
 // Run starts every gateway and runs the workload against relay.
 func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr string) (*Result, error) {
@@ -203,6 +214,19 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 		{name: pNaive, url: "ws://" + nv.addr + "/relay", procs: []proc{goProc("naive", nv)}, idle: true, salt: 12},
 		{name: pNaiveTLS, url: "wss://" + nvTLS.addr + "/relay", tls: clientTLS,
 			procs: []proc{goProc("naive", nvTLS)}, idle: true, salt: 13},
+	}
+	if wk := os.Getenv(wireKubeEnv); wk != "" {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return fail(err)
+		}
+		c, err := startChildBin(wk, "wirekube-relay-ws", relayAddr, childListenEnv+"="+addr, childCertEnv+"="+cert+":"+key)
+		if err != nil {
+			return fail(err)
+		}
+		stops = append(stops, c.stop)
+		paths = append(paths, path{name: pWireKube, url: "wss://" + c.addr + "/relay", tls: clientTLS,
+			procs: []proc{goProc("relay-ws", c)}, idle: true, salt: 16})
 	}
 	bin := nginxBinary()
 	note := "bridge without --revocation-addr (no extauthz here); no envoy binary on PATH: the Envoy chain is not measured"

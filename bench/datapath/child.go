@@ -30,7 +30,8 @@ const (
 	// ChildEnv, when set to the relay address, makes RunChildIfAsked serve a
 	// gateway instead of running the tests.
 	ChildEnv = "WIREKUBE_BENCH_BRIDGE_RELAY"
-	// childRoleEnv picks the gateway: bridge (default), naive or naive-tls.
+	// childRoleEnv picks the gateway: bridge (default), naive, naive-tls or
+	// forward.
 	childRoleEnv = "WIREKUBE_BENCH_ROLE"
 	// childListenEnv is the gateway's listen address (netutil.Listen form);
 	// default a free loopback port.
@@ -47,6 +48,7 @@ const (
 	roleBridge   = "bridge"
 	roleNaive    = "naive"
 	roleNaiveTLS = "naive-tls"
+	roleForward  = "forward" // forwarder: the floor of a process hop
 )
 
 // RunChildIfAsked serves a gateway in front of the relay named by ChildEnv
@@ -117,6 +119,8 @@ func serveChild(ctx context.Context, role, relayAddr string) error {
 			tlsConf = &tls.Config{Certificates: []tls.Certificate{kp}, NextProtos: []string{"http/1.1"}}
 		}
 		serve = func() error { return newNaiveGateway(relayAddr).serve(ctx, ln, tlsConf) }
+	case roleForward:
+		serve = func() error { return forwarder{relayAddr: relayAddr}.serve(ctx, ln) }
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
@@ -183,6 +187,17 @@ func startChildBin(bin, role, relayAddr string, env ...string) (*child, error) {
 	}
 	c.stop()
 	return nil, fmt.Errorf("%s child: bad first line %q: %v", role, line, err)
+}
+
+// freeLoopbackAddr is a loopback address with a port free a moment ago, for
+// a child that cannot listen on port 0 and report it.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }

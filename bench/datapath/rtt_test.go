@@ -44,7 +44,15 @@ type rttPath struct {
 func BenchmarkRoundTrip(b *testing.B) {
 	rounds, n := envInt("WIREKUBE_BENCH_RTT_ROUNDS", 5), envInt("WIREKUBE_BENCH_RTT_N", 2000)
 	relay, addr := startRelay(b)
-	paths := []*rttPath{{name: pDirect}, {name: pBridge, role: roleBridge}, {name: pNaive, role: roleNaive}}
+	paths := []*rttPath{{name: pDirect}, {name: pBridge, role: roleBridge}, {name: pNaive, role: roleNaive},
+		{name: pForward, role: roleForward}}
+	if wk := os.Getenv(wireKubeEnv); wk != "" {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, &rttPath{name: "WireKube relay-ws (ws)", role: "wirekube-relay-ws", env: []string{"BIN=" + wk, childListenEnv + "=" + addr}})
+	}
 	if extra := os.Getenv("WIREKUBE_BENCH_RTT_EXTRA"); extra != "" {
 		name, env, _ := strings.Cut(extra, ":")
 		paths = append(paths, &rttPath{name: "bridge " + name, role: roleBridge, env: strings.Split(env, ",")})
@@ -121,8 +129,11 @@ const rttPayload = 64
 func (p *rttPath) measure(ctx context.Context, relayAddr string, relay *refrelay.Server, salt byte, n int) error {
 	ka, kb := benchKey(salt, 1), benchKey(salt, 2)
 	dial := func(k relayproto.Key) (peer, error) {
-		if p.child == nil {
+		switch {
+		case p.child == nil:
 			return dialTCP(ctx, relayAddr, k)
+		case p.role == roleForward:
+			return dialTCP(ctx, p.child.addr, k)
 		}
 		return dialWS(ctx, "ws://"+p.child.addr+"/relay", k, 0, nil)
 	}

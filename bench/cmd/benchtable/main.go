@@ -149,7 +149,17 @@ func metricRows(m metrics) []benchrow.Row {
 	} else {
 		rtt = na(rtt)
 	}
-	rows = append(rows, rtt)
+	// The floor: a plain TCP forwarder (io.Copy each way) in its own
+	// process, what one more process per hop costs on this machine.
+	floor := benchrow.Row{Figure: "added p50 round trip through a plain Go TCP forwarder, the floor of a process hop (BenchmarkRoundTrip)",
+		Goal: "-", Met: "-"}
+	if f, ok := m.get("BenchmarkRoundTrip", "Go_TCP_forwarder_(floor)_added_p50_us"); ok {
+		us, _ := m.get("BenchmarkRoundTrip", "bridge_(ws)_added_p50_us")
+		floor.Value, floor.Baseline, floor.Ratio = fmt.Sprintf("+%.0f us", f), fmt.Sprintf("bridge +%.0f us", us), ratio(f, us)
+	} else {
+		floor = na(floor)
+	}
+	rows = append(rows, rtt, floor)
 
 	// BenchmarkReconnectStorm's workload: 5,000 tokens, 20 ms per review,
 	// 16 in flight: 6.25 s if the bound is kept full.

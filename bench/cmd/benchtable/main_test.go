@@ -133,3 +133,22 @@ func TestReportCollectsRowsAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRoundTripFloor: BenchmarkRoundTrip's metrics give the bridge's
+// row against the naive gateway and the floor's row against the bridge.
+func TestReportRoundTripFloor(t *testing.T) {
+	out := "BenchmarkRoundTrip-2 \t 1\t 5824339666 ns/op\t 100.0 Go_TCP_forwarder_(floor)_added_p50_us\t 80.00 bridge_(ws)_added_p50_us\t 320.0 naive_gateway_(ws)_added_p50_us\n"
+	var w strings.Builder
+	if err := report(&w, []byte(out), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| +80 us ", "| naive gateway +320 us ", "| 0.25 ",
+		"| added p50 round trip through a plain Go TCP forwarder, the floor of a process hop (BenchmarkRoundTrip) ",
+		"| +100 us ", "| bridge +80 us ", "| 1.25 ",
+	} {
+		if !strings.Contains(w.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, w.String())
+		}
+	}
+}
