@@ -112,6 +112,10 @@ const (
 	pChainUDS = "nginx TLS + bridge (Unix socket hop)"
 	pNaiveTLS = "naive gateway (Go TLS)"
 	pWireKube = "WireKube relay-ws (Go TLS)"
+	// pWireKubeChain is WireKube's gateway behind the same nginx TLS front
+	// as the bridge: its chart exposes it as a ClusterIP Service behind an
+	// Ingress, so this is the same topology as the chain.
+	pWireKubeChain = "nginx TLS + WireKube relay-ws (ws)"
 )
 
 // wireKubeEnv names a build of WireKube's own single-process gateway
@@ -215,18 +219,20 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 		{name: pNaiveTLS, url: "wss://" + nvTLS.addr + "/relay", tls: clientTLS,
 			procs: []proc{goProc("naive", nvTLS)}, idle: true, salt: 13},
 	}
-	if wk := os.Getenv(wireKubeEnv); wk != "" {
-		addr, err := freeLoopbackAddr()
-		if err != nil {
-			return fail(err)
-		}
-		c, err := startChildBin(wk, "wirekube-relay-ws", relayAddr, childListenEnv+"="+addr, childCertEnv+"="+cert+":"+key)
+	wk := os.Getenv(wireKubeEnv)
+	var wkPlain *child // WireKube's gateway without TLS, behind nginx
+	if wk != "" {
+		c, err := startWireKube(wk, relayAddr, cert+":"+key)
 		if err != nil {
 			return fail(err)
 		}
 		stops = append(stops, c.stop)
 		paths = append(paths, path{name: pWireKube, url: "wss://" + c.addr + "/relay", tls: clientTLS,
-			procs: []proc{goProc("relay-ws", c)}, idle: true, salt: 16})
+			procs: []proc{goProc("relay-ws", c)}, idle: true, salt: 20})
+		if wkPlain, err = startWireKube(wk, relayAddr, ""); err != nil {
+			return fail(err)
+		}
+		stops = append(stops, wkPlain.stop)
 	}
 	bin := nginxBinary()
 	note := "bridge without --revocation-addr (no extauthz here); no envoy binary on PATH: the Envoy chain is not measured"
@@ -246,24 +252,47 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 	if err != nil {
 		return fail(err)
 	}
-	for i, c := range []struct {
-		name, bridge string
-		br           *child
-		idle         bool
-	}{{pChain, br.addr, br, true}, {pChainUDS, "unix:" + sock, brUDS, false}} {
+	type behind struct {
+		name, upstream, role string
+		gw                   *child
+		idle                 bool
+		tune                 string
+	}
+	fronted := []behind{{pChain, br.addr, "bridge", br, true, ""}, {pChainUDS, "unix:" + sock, "bridge", brUDS, false, ""}}
+	if wkPlain != nil {
+		// The same shipped file in front of WireKube's gateway, which
+		// checks the token itself: the client's Authorization passes on.
+		fronted = append(fronted, behind{pWireKubeChain, wkPlain.addr, "relay-ws", wkPlain, true,
+			"relay:proxy_set_header Authorization $http_authorization;"})
+	}
+	for i, c := range fronted {
 		d := filepath.Join(dir, fmt.Sprintf("nginx%d", i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fail(err)
 		}
-		n, err := startNginx(ctx, bin, d, c.bridge, auth, cert, key)
+		n, err := startNginx(ctx, bin, d, c.upstream, auth, cert, key, c.tune)
 		if err != nil {
 			return fail(err)
 		}
 		stops = append(stops, n.stop)
 		paths = append(paths, path{name: c.name, url: "wss://" + n.addr + "/relay", tls: clientTLS,
-			procs: []proc{{name: "nginx", pid: n.pid()}, goProc("bridge", c.br)}, idle: c.idle, salt: byte(14 + i)})
+			procs: []proc{{name: "nginx", pid: n.pid()}, goProc(c.role, c.gw)}, idle: c.idle, salt: byte(14 + i)})
 	}
 	return paths, stop, note, nil
+}
+
+// startWireKube runs the build of WireKube's gateway named by wireKubeEnv;
+// certKey "cert:key" makes it terminate TLS, "" serves plain ws.
+func startWireKube(bin, relayAddr, certKey string) (*child, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	env := []string{childListenEnv + "=" + addr}
+	if certKey != "" {
+		env = append(env, childCertEnv+"="+certKey)
+	}
+	return startChildBin(bin, "wirekube-relay-ws", relayAddr, env...)
 }
 
 func (p path) dial(ctx context.Context, relayAddr string, k relayproto.Key, bufSize int) (peer, error) {

@@ -189,17 +189,6 @@ func startChildBin(bin, role, relayAddr string, env ...string) (*child, error) {
 	return nil, fmt.Errorf("%s child: bad first line %q: %v", role, line, err)
 }
 
-// freeLoopbackAddr is a loopback address with a port free a moment ago, for
-// a child that cannot listen on port 0 and report it.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // stop closes the child's stdin (it drains and exits) and waits for it.

@@ -52,9 +52,10 @@ http {
 `
 
 // startNginx renders the shipped config (only the substitutions the e2e
-// suite makes) for this run and waits until nginx serves TLS. bridge is
-// host:port or unix:/path.
-func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key string) (*nginxFront, error) {
+// suite makes) for this run, with tune's changes (tuneNginx) and then
+// those of WIREKUBE_BENCH_NGINX_TUNE, and waits until nginx serves TLS.
+// bridge is host:port or unix:/path.
+func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key, tune string) (*nginxFront, error) {
 	root, err := stack.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -72,9 +73,10 @@ func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key string) (
 	if err != nil {
 		return nil, err
 	}
-	site, err = tuneNginx(site)
-	if err != nil {
-		return nil, err
+	for _, t := range []string{tune, os.Getenv(nginxTuneEnv)} {
+		if site, err = tuneNginx(site, t); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
 		return nil, err
@@ -180,8 +182,7 @@ func benchCert(dir string) (cert, key string, client *tls.Config, err error) {
 // and measures the shipped file.
 const nginxTuneEnv = "WIREKUBE_BENCH_NGINX_TUNE"
 
-func tuneNginx(site string) (string, error) {
-	tune := os.Getenv(nginxTuneEnv)
+func tuneNginx(site, tune string) (string, error) {
 	if tune == "" {
 		return site, nil
 	}

@@ -47,7 +47,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	paths := []*rttPath{{name: pDirect}, {name: pBridge, role: roleBridge}, {name: pNaive, role: roleNaive},
 		{name: pForward, role: roleForward}}
 	if wk := os.Getenv(wireKubeEnv); wk != "" {
-		addr, err := freeLoopbackAddr()
+		addr, err := freeAddr()
 		if err != nil {
 			b.Fatal(err)
 		}

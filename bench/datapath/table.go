@@ -59,6 +59,10 @@ func (r *Result) rows() []row {
 		r.ratioRow("nginx TLS + bridge vs WireKube relay-ws (Go TLS) CPU s/GB, 16 KiB", pChain, pWireKube, cpu(large), r.cpuText, large, 1.0, true),
 		r.ratioRow("nginx TLS + bridge vs WireKube relay-ws (Go TLS) RSS / idle session", pChain, pWireKube, (*Figures).totalRSS, rss, 0, 1.0, true),
 		r.addedRow("nginx TLS + bridge vs WireKube relay-ws (Go TLS) added p50 round trip", pChain, pWireKube),
+		r.ratioRow("nginx TLS + bridge vs nginx TLS + WireKube relay-ws, same front: CPU s/GB, 1,400 B", pChain, pWireKubeChain, cpu(small), r.cpuText, small, 1.0, true),
+		r.ratioRow("nginx TLS + bridge vs nginx TLS + WireKube relay-ws, same front: CPU s/GB, 16 KiB", pChain, pWireKubeChain, cpu(large), r.cpuText, large, 1.0, true),
+		r.ratioRow("nginx TLS + bridge vs nginx TLS + WireKube relay-ws, same front: RSS / idle session", pChain, pWireKubeChain, (*Figures).totalRSS, rss, 0, 1.0, true),
+		r.addedRow("nginx TLS + bridge vs nginx TLS + WireKube relay-ws, same front: added p50 round trip", pChain, pWireKubeChain),
 		r.ratioRow("throughput, bridge vs direct TCP, 1,400 B", pBridge, pDirect, mbps(small), r.mbpsText, small, 0.9, false),
 		r.ratioRow("throughput, bridge vs direct TCP, 16 KiB", pBridge, pDirect, mbps(large), r.mbpsText, large, 0.9, false),
 		{Figure: "p50 round trip added by the bridge", Value: us(b.P50), Baseline: "direct " + us(d.P50), Ratio: "+" + us(added),
@@ -159,6 +163,8 @@ func shortName(p string) string {
 		return "naive TLS"
 	case pWireKube:
 		return "WireKube"
+	case pWireKubeChain:
+		return "nginx + WireKube"
 	case pDirect:
 		return "direct"
 	}
