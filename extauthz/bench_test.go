@@ -224,9 +224,8 @@ func pacedPair(b *testing.B, ca, cb authv3.AuthorizationClient, req *authv3.Chec
 // server, so a change of the machine's load falls on both alike, each round
 // cut at 10 s; then 2 s paced per server and round, each stopped 2 s after
 // the schedule's end. About 20 s on a quiet machine, under 2 min however
-// loaded; a figure is
-// reported "not measured" only when fewer than 1,000 checks per server got
-// through.
+// loaded; a figure is reported "not measured" only when fewer than 1,000
+// checks per server got through.
 func BenchmarkGRPCLoopback(b *testing.B) {
 	const (
 		workers, rounds, perRound, roundLimit = 32, 3, 4000, 10 * time.Second

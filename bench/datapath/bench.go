@@ -178,8 +178,9 @@ func Run(ctx context.Context, cfg Config, relay *refrelay.Server, relayAddr stri
 }
 
 // startPaths starts the gateways: a bridge and a naive gateway (plain ws), a
-// naive TLS gateway, and nginx in front of a bridge over TCP and of another
-// over a Unix socket.
+// naive TLS gateway, WireKube's gateway when wireKubeEnv names a build, and
+// nginx in front of a bridge over TCP, of another over a Unix socket and of
+// WireKube's gateway.
 func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path, func(), string, error) {
 	var stops []func()
 	stop := func() {
@@ -211,7 +212,6 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 	if err != nil {
 		return fail(err)
 	}
-	goProc := func(name string, c *child) proc { return proc{name: name, pid: c.pid(), gc: c.gc} }
 	paths := []path{
 		{name: pDirect, salt: 10},
 		{name: pBridge, url: "ws://" + br.addr + "/relay", procs: []proc{goProc("bridge", br)}, idle: true, salt: 11},
@@ -252,12 +252,6 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 	if err != nil {
 		return fail(err)
 	}
-	type behind struct {
-		name, upstream, role string
-		gw                   *child
-		idle                 bool
-		tune                 string
-	}
 	fronted := []behind{{pChain, br.addr, "bridge", br, true, ""}, {pChainUDS, "unix:" + sock, "bridge", brUDS, false, ""}}
 	if wkPlain != nil {
 		// The same shipped file in front of WireKube's gateway, which
@@ -265,24 +259,52 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 		fronted = append(fronted, behind{pWireKubeChain, wkPlain.addr, "relay-ws", wkPlain, true,
 			"relay:proxy_set_header Authorization $http_authorization;"})
 	}
+	nginxPaths, nginxStops, err := startFronts(ctx, bin, dir, auth, cert, key, clientTLS, fronted)
+	stops = append(stops, nginxStops...)
+	if err != nil {
+		return fail(err)
+	}
+	paths = append(paths, nginxPaths...)
+	return paths, stop, note, nil
+}
+
+// goProc is a Go gateway child as a measured process (forced GC before a
+// memory reading).
+func goProc(name string, c *child) proc { return proc{name: name, pid: c.pid(), gc: c.gc} }
+
+// behind is a gateway behind the shipped nginx front: upstream is its
+// address (host:port or unix:/path), tune the path's own nginx changes.
+type behind struct {
+	name, upstream, role string
+	gw                   *child
+	idle                 bool
+	tune                 string
+}
+
+// startFronts starts one nginx, as shipped, in front of each gateway and
+// returns their paths and the stops of the nginx processes it started
+// (also when it fails part way).
+func startFronts(ctx context.Context, bin, dir, auth, cert, key string, clientTLS *tls.Config, fronted []behind) ([]path, []func(), error) {
+	var paths []path
+	var stops []func()
 	for i, c := range fronted {
 		d := filepath.Join(dir, fmt.Sprintf("nginx%d", i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fail(err)
+			return nil, stops, err
 		}
 		n, err := startNginx(ctx, bin, d, c.upstream, auth, cert, key, c.tune)
 		if err != nil {
-			return fail(err)
+			return nil, stops, err
 		}
 		stops = append(stops, n.stop)
 		paths = append(paths, path{name: c.name, url: "wss://" + n.addr + "/relay", tls: clientTLS,
 			procs: []proc{{name: "nginx", pid: n.pid()}, goProc(c.role, c.gw)}, idle: c.idle, salt: byte(14 + i)})
 	}
-	return paths, stop, note, nil
+	return paths, stops, nil
 }
 
-// startWireKube runs the build of WireKube's gateway named by wireKubeEnv;
-// certKey "cert:key" makes it terminate TLS, "" serves plain ws.
+// startWireKube runs bin, a build of WireKube's gateway (wireKubeEnv); certKey
+// "cert:key" makes it terminate TLS, "" serves plain ws.
 func startWireKube(bin, relayAddr, certKey string) (*child, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -292,7 +314,7 @@ func startWireKube(bin, relayAddr, certKey string) (*child, error) {
 	if certKey != "" {
 		env = append(env, childCertEnv+"="+certKey)
 	}
-	return startChildBin(bin, "wirekube-relay-ws", relayAddr, env...)
+	return startChildBin(bin, roleWireKube, relayAddr, env...)
 }
 
 func (p path) dial(ctx context.Context, relayAddr string, k relayproto.Key, bufSize int) (peer, error) {

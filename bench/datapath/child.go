@@ -49,6 +49,9 @@ const (
 	roleNaive    = "naive"
 	roleNaiveTLS = "naive-tls"
 	roleForward  = "forward" // forwarder: the floor of a process hop
+	// roleWireKube is a build of WireKube's gateway (wireKubeEnv), not this
+	// binary: its own main reads the same settings.
+	roleWireKube = "wirekube-relay-ws"
 )
 
 // RunChildIfAsked serves a gateway in front of the relay named by ChildEnv

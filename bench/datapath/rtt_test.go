@@ -47,18 +47,19 @@ func BenchmarkRoundTrip(b *testing.B) {
 	paths := []*rttPath{{name: pDirect}, {name: pBridge, role: roleBridge}, {name: pNaive, role: roleNaive},
 		{name: pForward, role: roleForward}}
 	if wk := os.Getenv(wireKubeEnv); wk != "" {
-		addr, err := freeAddr()
+		c, err := startWireKube(wk, addr, "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		paths = append(paths, &rttPath{name: "WireKube relay-ws (ws)", role: "wirekube-relay-ws", env: []string{"BIN=" + wk, childListenEnv + "=" + addr}})
+		b.Cleanup(c.stop)
+		paths = append(paths, &rttPath{name: "WireKube relay-ws (ws)", role: roleWireKube, child: c})
 	}
 	if extra := os.Getenv("WIREKUBE_BENCH_RTT_EXTRA"); extra != "" {
 		name, env, _ := strings.Cut(extra, ":")
 		paths = append(paths, &rttPath{name: "bridge " + name, role: roleBridge, env: strings.Split(env, ",")})
 	}
 	for _, p := range paths {
-		if p.role == "" {
+		if p.role == "" || p.child != nil {
 			continue
 		}
 		bin := os.Args[0]
