@@ -110,7 +110,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 .PHONY: bench
 # Every benchmark once, then one table of every figure with its same-run
 # baseline, ratio, goal, and the run's steal time and load average
-# (bench/cmd/benchtable; the README's Performance section is that table).
+# (bench/cmd/benchtable), written into docs/performance.md between its
+# benchtable markers (the text around it is kept; review the diff).
 # The output is kept in BENCH_OUT; the table is printed even when a
 # benchmark failed (its rows say not measured), and make then fails. The many-agents run (bench/scale) is
 # sized by WIREKUBE_SCALE_AGENTS / WIREKUBE_SCALE_BURST (default 3,000 /
@@ -121,7 +122,7 @@ bench: nginx ## Fixed-workload benchmarks with ratios against a same-run baselin
 	@{ head -n 1 /proc/stat; cat /proc/loadavg; } > $(BENCH_OUT).start
 	@set -o pipefail; rc=0; PATH="$$PATH:/usr/sbin" $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 90m ./... 2>&1 | \
 		tee $(BENCH_OUT) || rc=$$?; \
-		$(GO) run ./bench/cmd/benchtable -start $(BENCH_OUT).start < $(BENCH_OUT) || rc=1; exit $$rc
+		$(GO) run ./bench/cmd/benchtable -start $(BENCH_OUT).start -doc docs/performance.md < $(BENCH_OUT) || rc=1; exit $$rc
 
 .PHONY: nginx
 nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run it).

@@ -27,7 +27,7 @@ import (
 // suite: the cases check the order of events (the close follows the API
 // change, with its reason, and only the session it concerns ends), not how
 // fast. The speed goal (1 s from the event reaching the informers) is
-// benchmarked (bench/scale's revocation burst, README "Performance"); the
+// benchmarked (bench/scale's revocation burst, docs/performance.md); the
 // measured figure is printed here.
 const revocationBound = 30 * time.Second
 

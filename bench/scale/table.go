@@ -132,7 +132,7 @@ func (r *Result) Rows() []benchrow.Row {
 }
 
 // processFigure names the at-rest row of each role (a literal per figure:
-// the README test finds the figures by their literals).
+// the docs/performance.md test finds the figures by their literals).
 func processFigure(role string) string {
 	switch role {
 	case "nginx":

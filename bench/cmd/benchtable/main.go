@@ -1,12 +1,16 @@
 // Command benchtable turns the output of one `make bench` run into the one
-// table the README's Performance section is: every row a benchmark printed
+// table of docs/performance.md: every row a benchmark printed
 // (internal/test/benchrow lines), the rows of the benchmarks that report
 // their figures as `go test -bench` metrics (the extauthz and recovery
 // ones), and the run's steal time and load average (from the /proc/stat
 // and /proc/loadavg lines `make bench` saved when it started).
 //
 //	go test -run '^$' -bench . ./... | tee bench.out
-//	benchtable -start bench.start < bench.out
+//	benchtable -start bench.start -doc docs/performance.md < bench.out
+//
+// With -doc it also writes the table into that Markdown file, in place of
+// the lines between its benchtable:begin and benchtable:end markers; the
+// rest of the file (the hand-written text around the table) is kept.
 package main
 
 import (
@@ -26,51 +30,89 @@ import (
 
 func main() {
 	start := flag.String("start", "", "file with the /proc/stat cpu line and /proc/loadavg as the run started")
+	doc := flag.String("doc", "", "Markdown file whose table between the benchtable:begin and benchtable:end lines is replaced")
 	flag.Parse()
-	in, err := io.ReadAll(os.Stdin)
-	if err == nil {
-		err = report(os.Stdout, in, *start)
-	}
-	if err != nil {
+	if err := run(os.Stdin, os.Stdout, *start, *doc); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func report(w io.Writer, out []byte, startFile string) error {
-	rows, err := benchrow.Collect(bytes.NewReader(out))
+// run prints the table of the bench output read from in, and writes it
+// into docPath when that is set.
+func run(in io.Reader, out io.Writer, startFile, docPath string) error {
+	b, err := io.ReadAll(in)
 	if err != nil {
 		return err
 	}
-	rows = append(metricRows(parseMetrics(out)), rows...)
-	steal, load := "-", "-"
-	if startFile != "" {
-		b, err := os.ReadFile(startFile)
-		if err != nil {
-			return err
-		}
-		now, err := os.ReadFile("/proc/stat")
-		if err != nil {
-			return err
-		}
-		first, rest, _ := strings.Cut(string(b), "\n")
-		s, err := stealBetween(first, firstLine(string(now)))
-		if err != nil {
-			return err
-		}
-		steal = fmt.Sprintf("%.1f %%", 100*s)
-		if f := strings.Fields(rest); len(f) > 0 {
-			load = f[0]
-		}
-		if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-			load += " -> " + strings.Fields(string(b))[0]
-		}
+	rows, err := runRows(b, startFile)
+	if err != nil {
+		return err
 	}
-	rows = append(rows, benchrow.Row{Figure: "steal time during the whole make bench run", Value: steal,
-		Baseline: "load average " + load, Ratio: "-", Goal: "-", Met: "-"})
+	printTable(out, rows)
+	if docPath == "" {
+		return nil
+	}
+	return writeDoc(docPath, rows)
+}
+
+func report(w io.Writer, out []byte, startFile string) error {
+	rows, err := runRows(out, startFile)
+	if err != nil {
+		return err
+	}
+	printTable(w, rows)
+	return nil
+}
+
+func printTable(w io.Writer, rows []benchrow.Row) {
 	fmt.Fprintf(w, "make bench, %s UTC\n\n", time.Now().UTC().Format("2006-01-02 15:04"))
 	benchrow.Table(w, rows)
-	return nil
+}
+
+// runRows are the rows of the table: the marked rows and metric rows of
+// out, then the run's steal time and load average.
+func runRows(out []byte, startFile string) ([]benchrow.Row, error) {
+	rows, err := benchrow.Collect(bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	rows = append(metricRows(parseMetrics(out)), rows...)
+	steal, load, err := stealAndLoad(startFile)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, benchrow.Row{Figure: "steal time during the whole make bench run", Value: steal,
+		Baseline: "load average " + load, Ratio: "-", Goal: "-", Met: "-"}), nil
+}
+
+// stealAndLoad are the steal time since the run started and the load
+// average then and now, from startFile ("-" each without one).
+func stealAndLoad(startFile string) (steal, load string, err error) {
+	if startFile == "" {
+		return "-", "-", nil
+	}
+	b, err := os.ReadFile(startFile)
+	if err != nil {
+		return "", "", err
+	}
+	now, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return "", "", err
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	s, err := stealBetween(first, firstLine(string(now)))
+	if err != nil {
+		return "", "", err
+	}
+	steal, load = fmt.Sprintf("%.1f %%", 100*s), "-"
+	if f := strings.Fields(rest); len(f) > 0 {
+		load = f[0]
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load += " -> " + strings.Fields(string(b))[0]
+	}
+	return steal, load, nil
 }
 
 // metrics are the `go test -bench` result lines: benchmark name (without

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -15,44 +16,42 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
-// TestREADMEFiguresArePrintedByABenchmark: every row of every table in the
-// README's Performance section names a figure that the benchmark code
-// prints (a string literal of a file that builds benchrow rows), so a
-// figure that no benchmark prints any more cannot stay in the README.
-func TestREADMEFiguresArePrintedByABenchmark(t *testing.T) {
+// TestPerformanceFiguresArePrintedByABenchmark: every row of every table in
+// docs/performance.md names a figure that the benchmark code prints (a
+// string literal of a file that builds benchrow rows), so a figure that no
+// benchmark prints any more cannot stay in the document.
+func TestPerformanceFiguresArePrintedByABenchmark(t *testing.T) {
 	root, err := stack.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, performanceDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	figures := performanceFigures(t, string(readme))
+	figures := tableFigures(string(doc))
 	if len(figures) < 20 {
-		t.Fatalf("README's Performance section has %d figure rows; want the whole make bench table", len(figures))
+		t.Fatalf("%s has %d figure rows; want the whole make bench table", performanceDoc, len(figures))
 	}
 	printed := printedFigures(t, root)
 	for _, f := range figures {
 		if !printed[f] {
-			t.Errorf("README Performance figure %q: no benchmark prints it (no such literal in a file that builds benchrow rows)", f)
+			t.Errorf("%s figure %q: no benchmark prints it (no such literal in a file that builds benchrow rows)",
+				performanceDoc, f)
 		}
 	}
 }
 
-// performanceFigures returns the first cell of every table row in the
-// section "## Performance", except each table's header and separator.
-func performanceFigures(t *testing.T, readme string) []string {
-	_, sec, ok := strings.Cut(readme, "\n## Performance\n")
-	if !ok {
-		t.Fatal("README has no ## Performance section")
-	}
-	if i := strings.Index(sec, "\n## "); i >= 0 {
-		sec = sec[:i]
-	}
+// performanceDoc is the document make bench writes its table into (the
+// Makefile's bench target passes it to -doc).
+const performanceDoc = "docs/performance.md"
+
+// tableFigures returns the first cell of every table row of doc, except
+// each table's header and separator.
+func tableFigures(doc string) []string {
 	var out []string
 	inTable := false
-	for _, line := range strings.Split(sec, "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		if !strings.HasPrefix(line, "|") {
 			inTable = false
 			continue
@@ -150,5 +149,59 @@ func TestReportRoundTripFloor(t *testing.T) {
 		if !strings.Contains(w.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, w.String())
 		}
+	}
+}
+
+// TestReplaceTableKeepsTheTextAround: the lines between the markers become
+// the new table; the text before the begin line and from the end line on
+// is kept byte for byte.
+func TestReplaceTableKeepsTheTextAround(t *testing.T) {
+	doc := "# Perf\n\nhand text\n<!-- benchtable:begin (generated) -->\n| old | row |\n| --- | --- |\n| a | 1 |\n" +
+		"<!-- benchtable:end -->\n\nmore hand text\n| other | table |\n"
+	got, err := replaceTable([]byte(doc), []byte("| new |\n| --- |\n| b |\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Perf\n\nhand text\n<!-- benchtable:begin (generated) -->\n| new |\n| --- |\n| b |\n" +
+		"<!-- benchtable:end -->\n\nmore hand text\n| other | table |\n"
+	if string(got) != want {
+		t.Errorf("replaceTable:\n%s\nwant:\n%s", got, want)
+	}
+	for _, bad := range []string{"no markers\n", "<!-- benchtable:begin -->\n| a |\n", "<!-- benchtable:end -->\n"} {
+		if _, err := replaceTable([]byte(bad), []byte("| b |\n")); !errors.Is(err, errNoMarkers) {
+			t.Errorf("replaceTable(%q): err %v, want errNoMarkers", bad, err)
+		}
+	}
+}
+
+// TestPerformanceDocHoldsOneMakeBenchTable: docs/performance.md has the
+// markers make bench writes between, and between them exactly one table
+// in benchrow's format, whose figures start with the extauthz rows and end
+// with the run's steal time, as benchtable prints them.
+func TestPerformanceDocHoldsOneMakeBenchTable(t *testing.T) {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, performanceDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), beginMarker)
+	_, body, _ := strings.Cut(after, "\n")
+	body, _, ok2 := strings.Cut(body, endMarker)
+	if !ok || !ok2 {
+		t.Fatalf("%s: no %q ... %q lines", performanceDoc, beginMarker, endMarker)
+	}
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "| ") || !strings.HasSuffix(l, " |") {
+			t.Fatalf("%s: line %d between the markers is not a table row: %q", performanceDoc, i+1, l)
+		}
+	}
+	figures := tableFigures(body)
+	if len(figures) < 20 || figures[0] != "extauthz Check, cache hit, in process" ||
+		figures[len(figures)-1] != "steal time during the whole make bench run" {
+		t.Errorf("%s: the table between the markers is not benchtable's (%d rows)", performanceDoc, len(figures))
 	}
 }

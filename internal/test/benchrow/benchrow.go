@@ -1,10 +1,10 @@
 // Package benchrow is the one row format of every figure `make bench`
 // prints: each benchmark writes its figures as Row lines (Print) beside its
 // own report, and bench/cmd/benchtable gathers the lines of the whole run
-// into one table (the README's Performance section). A Row's Figure must be
-// a string literal at the Row's construction: the README test
-// (bench/cmd/benchtable) finds every figure a benchmark can print that way,
-// so a figure no benchmark prints cannot stay in the README.
+// into one table (docs/performance.md). A Row's Figure must be a string
+// literal at the Row's construction: the test of bench/cmd/benchtable finds
+// every figure a benchmark can print that way, so a figure no benchmark
+// prints cannot stay in docs/performance.md.
 package benchrow
 
 import (
