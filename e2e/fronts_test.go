@@ -21,7 +21,7 @@ import (
 // proxy binary (or the Envoy stand-in, clearly named) with the shipped
 // configuration, in front of the stack's extauthz and bridge. Every row runs
 // the same cases (frontcases_test.go); where a front cannot give the contract's
-// answer, its row says what it really does and the README's front table says
+// answer, its row says what it really does and docs/deploy.md's front table says
 // the same. Each row's auth and bridge hops go through a HeadRecorder, so the
 // hardening tests see exactly which headers the proxy sent.
 

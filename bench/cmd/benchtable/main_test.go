@@ -50,22 +50,8 @@ const performanceDoc = "docs/performance.md"
 // each table's header and separator.
 func tableFigures(doc string) []string {
 	var out []string
-	inTable := false
-	for _, line := range strings.Split(doc, "\n") {
-		if !strings.HasPrefix(line, "|") {
-			inTable = false
-			continue
-		}
-		cells := strings.Split(line, "|")
-		first := strings.TrimSpace(cells[1])
-		if !inTable { // the header
-			inTable = true
-			continue
-		}
-		if strings.Trim(first, "-: ") == "" { // the separator
-			continue
-		}
-		out = append(out, first)
+	for _, r := range tableRows(doc) {
+		out = append(out, r[0])
 	}
 	return out
 }
@@ -203,5 +189,70 @@ func TestPerformanceDocHoldsOneMakeBenchTable(t *testing.T) {
 	if len(figures) < 20 || figures[0] != "extauthz Check, cache hit, in process" ||
 		figures[len(figures)-1] != "steal time during the whole make bench run" {
 		t.Errorf("%s: the table between the markers is not benchtable's (%d rows)", performanceDoc, len(figures))
+	}
+}
+
+// tableRows returns the trimmed cells of every table row of doc, except
+// each table's header and separator.
+func tableRows(doc string) [][]string {
+	var out [][]string
+	inTable := false
+	for _, line := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if !inTable { // the header
+			inTable = true
+			continue
+		}
+		if strings.Trim(cells[0], "-: ") == "" { // the separator
+			continue
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+// TestReadmeFiguresAreRowsOfThePerformanceDoc: each row of the README's
+// headline figures is, cell for cell, a row of docs/performance.md (whose
+// figures the test above holds to a benchmark), so the README cannot show
+// a figure of its own or an older value.
+func TestReadmeFiguresAreRowsOfThePerformanceDoc(t *testing.T) {
+	root, err := stack.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, performanceDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "\n## Figures\n")
+	if !ok {
+		t.Fatal("README.md has no ## Figures section")
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	known := map[string]bool{}
+	for _, r := range tableRows(string(doc)) {
+		known[strings.Join(r, " | ")] = true
+	}
+	rows := tableRows(sec)
+	if len(rows) < 3 {
+		t.Fatalf("README.md's Figures section has %d rows: the parser is broken or the headline figures are gone", len(rows))
+	}
+	for _, r := range rows {
+		if !known[strings.Join(r, " | ")] {
+			t.Errorf("README.md figure row %q is no row of %s (same figure, value, baseline, ratio, goal, met?)", r, performanceDoc)
+		}
 	}
 }

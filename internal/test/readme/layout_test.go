@@ -11,13 +11,16 @@ import (
 	"testing"
 )
 
-// layoutFolders returns the folders the first column of the README's
-// "## Layout" table names (backticked, ending in /).
-func layoutFolders(t *testing.T, readme string) []string {
+// architecturePath is the document with the layout table.
+const architecturePath = "docs/architecture.md"
+
+// layoutFolders returns the folders the first column of the "## Layout"
+// table of docs/architecture.md names (backticked, ending in /).
+func layoutFolders(t *testing.T, doc string) []string {
 	t.Helper()
-	_, rest, ok := strings.Cut(readme, "\n## Layout\n")
+	_, rest, ok := strings.Cut(doc, "\n## Layout\n")
 	if !ok {
-		t.Fatal("README has no ## Layout section")
+		t.Fatalf("%s has no ## Layout section", architecturePath)
 	}
 	if i := strings.Index(rest, "\n## "); i >= 0 {
 		rest = rest[:i]
@@ -78,21 +81,21 @@ func covered(dir string, named map[string]bool) bool {
 	return strings.HasSuffix(dir, "/cmd") && named[strings.TrimSuffix(dir, "/cmd")]
 }
 
-// TestReadmeLayoutCoversEveryFolder: every top-level folder and every Go
-// package folder is in the README's layout table (a binary's cmd/ folder by
-// its parent), and every folder the table names exists. Fails when a
+// TestLayoutCoversEveryFolder: every top-level folder and every Go package
+// folder is in docs/architecture.md's layout table (a binary's cmd/ folder
+// by its parent), and every folder the table names exists. Fails when a
 // package is added without a row, or a row outlives its folder.
-func TestReadmeLayoutCoversEveryFolder(t *testing.T) {
+func TestLayoutCoversEveryFolder(t *testing.T) {
 	root := repoRoot(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, architecturePath))
 	if err != nil {
 		t.Fatal(err)
 	}
 	named := map[string]bool{}
-	for _, d := range layoutFolders(t, string(readme)) {
+	for _, d := range layoutFolders(t, string(doc)) {
 		named[d] = true
 		if st, err := os.Stat(filepath.Join(root, d)); err != nil || !st.IsDir() {
-			t.Errorf("README layout names %s/, which is not a folder", d)
+			t.Errorf("%s's layout names %s/, which is not a folder", architecturePath, d)
 		}
 	}
 	if len(named) < 10 {
@@ -100,7 +103,7 @@ func TestReadmeLayoutCoversEveryFolder(t *testing.T) {
 	}
 	for _, d := range trackedFolders(t, root) {
 		if !covered(d, named) {
-			t.Errorf("%s/ is not in the README's layout table: add a row (or name it in one)", d)
+			t.Errorf("%s/ is not in %s's layout table: add a row (or name it in one)", d, architecturePath)
 		}
 	}
 }

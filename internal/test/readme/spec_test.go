@@ -325,32 +325,3 @@ func textFile(name string) bool {
 	}
 	return name == "Makefile" || name == "Dockerfile" || name == "Caddyfile"
 }
-
-// TestReadmeContractListsEveryCode: every deny and close reason of the spec
-// also stands in README.md's contract section (the short table users read).
-func TestReadmeContractListsEveryCode(t *testing.T) {
-	root := repoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	start := strings.Index(readme, `<a id="contract"></a>`)
-	if start < 0 {
-		t.Fatal(`README.md has no <a id="contract"></a> section`)
-	}
-	section := readme[start:]
-	heading := strings.Index(section, "\n## ") + 1 // the section's own heading
-	if end := strings.Index(section[heading:], "\n## "); end >= 0 {
-		section = section[:heading+end]
-	}
-	for _, r := range parseSpecTables(t, filepath.Join(root, specPath)) {
-		if r.anchor != "deny-reasons" && r.anchor != "close-reasons" {
-			continue
-		}
-		if !strings.Contains(section, "`"+r.code+"`") {
-			t.Errorf("README.md's contract section lacks `%s` (%s:%d, #%s): add it to the row of its status or close code",
-				r.code, specPath, r.line, r.anchor)
-		}
-	}
-}
