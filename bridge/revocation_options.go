@@ -69,7 +69,7 @@ func (o *RevocationOptions) Validate() error {
 	var errs []error
 	if err := netutil.CheckFlag("revocation-addr", o.RevocationAddr, true); err != nil {
 		errs = append(errs, err)
-	} else if o.RevocationAddr != "" && !loopbackOrUnix(o.RevocationAddr) {
+	} else if o.RevocationAddr != "" && !netutil.UnixOrLoopback(o.RevocationAddr) {
 		errs = append(errs, fmt.Errorf("--revocation-addr: want unix:/path or a loopback host:port, got %q: the stream must not leave the Pod", o.RevocationAddr))
 	}
 	errs = append(errs, o.validateStream()...)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
@@ -85,11 +83,7 @@ func checkRevocationListen(v string) error {
 	if err := netutil.CheckFlag("revocation-listen", v, false); err != nil {
 		return err
 	}
-	if strings.HasPrefix(v, "unix:") {
-		return nil
-	}
-	host, _, _ := net.SplitHostPort(v)
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !netutil.UnixOrLoopback(v) {
 		return fmt.Errorf("--revocation-listen: want unix:/path or a loopback address (127.0.0.1, ::1, localhost), got %q: the stream must be reachable only from the bridge's Pod", v)
 	}
 	return nil
