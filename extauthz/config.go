@@ -37,8 +37,8 @@ type Config struct {
 	maxReviewWait  time.Duration
 	reviewQPS      float64
 	reviewBurst    int
-	// The revocation Watch listener (watch_options.go).
-	watch WatchOptions
+	// The revocation Watch listener (revocation_options.go).
+	revocation RevocationOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -73,7 +73,7 @@ func (o *Options) Complete() (*Config, error) {
 		maxReviewWait:    o.MaxReviewWait,
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
-		watch:            o.WatchOptions,
+		revocation:       o.RevocationOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {

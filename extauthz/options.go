@@ -83,8 +83,8 @@ type Options struct {
 	// VerifyOptions: local token verification, the degraded mode and the
 	// review gate.
 	VerifyOptions
-	// WatchOptions: the revocation Watch listener (watch_options.go).
-	WatchOptions
+	// RevocationOptions: the revocation Watch listener (revocation_options.go).
+	RevocationOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -115,7 +115,7 @@ func DefaultOptions() Options {
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
 		},
-		WatchOptions: DefaultWatchOptions(),
+		RevocationOptions: DefaultRevocationOptions(),
 	}
 }
 
@@ -144,7 +144,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)
-	o.WatchOptions.AddFlags(fs)
+	o.RevocationOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -208,7 +208,7 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.WatchOptions.Validate()} {
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}
