@@ -1,14 +1,11 @@
 package bridge
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -188,18 +185,4 @@ func (s *Server) upgradeError(w http.ResponseWriter, r *http.Request, status int
 		reason = contract.ReasonOriginNotAllowed
 	}
 	s.deny(w, r, knownIdentity(r.Header), reason, err)
-}
-
-// dialRelay opens the session's relay connection before the upgrade.
-func (s *Server) dialRelay(ctx context.Context) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.WriteTimeout, 5*time.Second))
-	defer cancel()
-	start := time.Now()
-	c, err := s.relay.dial(ctx)
-	s.metrics.observeDial(time.Since(start), err)
-	if err != nil {
-		return nil, fmt.Errorf("dial relay: %w", err)
-	}
-	s.ready.markOK()
-	return c, nil
 }

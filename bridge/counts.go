@@ -55,3 +55,17 @@ func (c *frameCounts) flushRun() {
 	}
 	c.frames, c.bytes = 0, 0
 }
+
+// countMessage counts a binary message from the client.
+func (sess *session) countMessage() error {
+	sess.toRelayCounts.message()
+	return nil
+}
+
+// countToRelay counts one client frame, forwarded or dropped.
+func (sess *session) countToRelay(t relayproto.FrameType, size int, forwarded bool) {
+	sess.toRelayCounts.frame(t, size)
+	if !forwarded {
+		sess.srv.metrics.droppedUnknown.Inc()
+	}
+}

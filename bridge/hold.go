@@ -136,13 +136,6 @@ func (h *relayHold) stop() {
 	h.loop.Wait()
 }
 
-// heldNow is the number of held requests (metrics, tests).
-func (h *relayHold) heldNow() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.held
-}
-
 // connectRelay takes a session slot and dials the relay; when the relay is
 // unreachable and --relay-wait is set, it holds the request (see
 // relayHold). It returns the relay connection with a slot taken, or the

@@ -102,17 +102,6 @@ func (t *peerTicket) release() {
 	}
 }
 
-// counts reports the peer's admitted and unregistered requests (tests,
-// metrics).
-func (l *peerLimits) counts(peer string) (sessions, unregistered int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c := l.peers[peer]; c != nil {
-		return c.sessions, c.unregistered
-	}
-	return 0, 0
-}
-
 // len is the number of peers with an admitted request.
 func (l *peerLimits) len() int {
 	l.mu.Lock()

@@ -57,14 +57,3 @@ func (l *peerLimits) endLinger(peer string) {
 		delete(l.peers, peer)
 	}
 }
-
-// probeCounts reports the peer's probes before their verdict and in their
-// linger (tests).
-func (l *peerLimits) probeCounts(peer string) (probes, lingering int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c := l.peers[peer]; c != nil {
-		return c.probes, c.lingering
-	}
-	return 0, 0
-}

@@ -246,3 +246,29 @@ func (d *relayDialer) order(addrs []string) []string {
 	d.mu.Unlock()
 	return append(healthy, failed...)
 }
+
+// dialRelay opens the session's relay connection before the upgrade.
+func (s *Server) dialRelay(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.WriteTimeout, 5*time.Second))
+	defer cancel()
+	start := time.Now()
+	c, err := s.relay.dial(ctx)
+	s.metrics.observeDial(time.Since(start), err)
+	if err != nil {
+		return nil, fmt.Errorf("dial relay: %w", err)
+	}
+	s.ready.markOK()
+	return c, nil
+}
+
+// probeRelay dials the relay once and closes the connection at once: the
+// readiness check and the held requests' redial loop (hold.go).
+func (s *Server) probeRelay(ctx context.Context) error {
+	start := time.Now()
+	c, err := s.relay.dial(ctx)
+	s.metrics.observeDial(time.Since(start), err)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

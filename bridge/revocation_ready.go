@@ -2,9 +2,7 @@ package bridge
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
-	"strings"
 )
 
 // vouching reports whether the bridge can vouch for a new session: the
@@ -44,19 +42,4 @@ func (s *Server) revocationUnready(w http.ResponseWriter) bool {
 	}
 	http.Error(w, "revocation stream out of sync (docs/revocation.md)", http.StatusServiceUnavailable)
 	return true
-}
-
-// loopbackOrUnix reports whether addr is unix:/path or a loopback
-// host:port: the revocation stream carries the secret and every binding in
-// plaintext, so it must not leave the Pod.
-func loopbackOrUnix(addr string) bool {
-	if strings.HasPrefix(addr, "unix:") {
-		return true
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -1,11 +1,9 @@
 package bridge
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // Server is the bridge. Create it with New, serve it with Run (or mount
@@ -150,118 +147,4 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = fmt.Fprintln(w, "ok")
-}
-
-func (s *Server) probeRelay(ctx context.Context) error {
-	start := time.Now()
-	c, err := s.relay.dial(ctx)
-	s.metrics.observeDial(time.Since(start), err)
-	if err != nil {
-		return err
-	}
-	return c.Close()
-}
-
-func (s *Server) isDraining() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.draining
-}
-
-// acquire admits one more request into the session count, or says why not.
-func (s *Server) acquire() contract.Reason {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.draining:
-		return contract.ReasonDraining
-	case s.slots >= s.cfg.MaxSessions:
-		return contract.ReasonAtCapacity
-	}
-	s.slots++
-	return ""
-}
-
-func (s *Server) releaseSlot() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.slots--
-	if s.slots == 0 && s.idle != nil {
-		close(s.idle)
-		s.idle = nil
-	}
-}
-
-// serveSession runs an upgraded session; finishSession logs and counts it
-// at its end and releases its slot. It runs in the goroutine handleRelay
-// starts for the session, which may end before the session does when it
-// parks (park.go).
-func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string, ticket *peerTicket) {
-	sess := newSession(s, ws, relay, id, remote)
-	sess.ticket = ticket
-
-	s.mu.Lock()
-	s.seq++
-	sess.seq = s.seq
-	s.sessions[sess] = struct{}{}
-	draining := s.draining
-	s.mu.Unlock()
-	s.metrics.sessionsActive.Inc()
-	s.revoker.add(sess)
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
-		append(sess.logAttrs(), slog.String("subprotocol", ws.Subprotocol()))...)
-	if draining { // admitted just before the drain began
-		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
-	}
-
-	sess.serve()
-}
-
-// finishSession is the end of serveSession, in the goroutine that ran the
-// session's client reader last.
-func (s *Server) finishSession(sess *session, ce *closeError) {
-	defer s.releaseSlot()
-	s.revoker.remove(sess)
-	s.owners.release(sess)
-	s.onSessionEnd(sess, ce)
-
-	s.mu.Lock()
-	delete(s.sessions, sess)
-	s.mu.Unlock()
-	s.metrics.sessionsActive.Dec()
-	s.logEnd(sess, ce)
-}
-
-func (s *Server) logEnd(sess *session, ce *closeError) {
-	d := time.Since(sess.start)
-	s.metrics.sessions.WithLabelValues(string(ce.reason)).Inc()
-	s.metrics.sessionDuration.Observe(d.Seconds())
-	attrs := append(sess.logAttrs(),
-		slog.Duration("duration", d),
-		slog.Int64("bytes_to_relay", sess.bytesToRelay.Load()),
-		slog.Int64("bytes_to_client", sess.bytesToClient.Load()),
-		slog.Int("close_code", ce.code),
-		slog.String("close_reason", string(ce.reason)))
-	level := slog.LevelInfo
-	if ce.err != nil {
-		attrs = append(attrs, slog.String("error", ce.err.Error()))
-	}
-	if ce.code == websocket.ClosePolicyViolation || ce.code == websocket.CloseMessageTooBig {
-		level = slog.LevelWarn
-	}
-	s.log.LogAttrs(context.Background(), level, "session ended", attrs...)
-}
-
-// countMessage counts a binary message from the client.
-func (sess *session) countMessage() error {
-	sess.toRelayCounts.message()
-	return nil
-}
-
-// countToRelay counts one client frame, forwarded or dropped.
-func (sess *session) countToRelay(t relayproto.FrameType, size int, forwarded bool) {
-	sess.toRelayCounts.frame(t, size)
-	if !forwarded {
-		sess.srv.metrics.droppedUnknown.Inc()
-	}
 }

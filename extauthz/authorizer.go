@@ -53,7 +53,7 @@ type Authorizer struct {
 	events   *PeerEvents // nil: none recorded
 	now      func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
-	// to this process (the WatchHub; keyholder.go). Set before serving;
+	// to this process (the RevocationHub; keyholder.go). Set before serving;
 	// nil: none known.
 	holders keyHolders
 }

@@ -1,14 +1,8 @@
 package extauthz
 
 import (
-	"fmt"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/wirekube/relay-ws/internal/logging"
-	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
 // Config is the validated, parsed form of Options, built once by
@@ -43,8 +37,8 @@ type Config struct {
 	maxReviewWait  time.Duration
 	reviewQPS      float64
 	reviewBurst    int
-	// The revocation Watch listener (watch_options.go).
-	watch WatchOptions
+	// The revocation Watch listener (revocation_options.go).
+	revocation RevocationOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -79,7 +73,7 @@ func (o *Options) Complete() (*Config, error) {
 		maxReviewWait:    o.MaxReviewWait,
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
-		watch:            o.WatchOptions,
+		revocation:       o.RevocationOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
@@ -99,46 +93,4 @@ func (o *Options) Complete() (*Config, error) {
 		c.watchedNamespaces = append(c.watchedNamespaces, ns)
 	}
 	return c, nil
-}
-
-// checkScalars validates the single-valued options, one error per bad flag.
-func (o *Options) checkScalars() []error {
-	var errs []error
-	for _, a := range []struct {
-		flag, v    string
-		allowEmpty bool
-	}{{"grpc-listen", o.GRPCListen, false}, {"http-listen", o.HTTPListen, true}, {"metrics-listen", o.MetricsListen, false}} {
-		if err := netutil.CheckFlag(a.flag, a.v, a.allowEmpty); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	check := func(bad bool, format string, args ...any) {
-		if bad {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
-	check(o.Audience == "" || strings.ContainsAny(o.Audience, " ,\t"), "--audience: want one non-empty audience, got %q", o.Audience)
-	check(len(validation.IsDNS1123Label(o.PeerNamespace)) > 0, "--peer-namespace: not a namespace name: %q", o.PeerNamespace)
-	check(o.PeerServiceAccountPrefix == "" || len(validation.IsDNS1123Subdomain(o.PeerServiceAccountPrefix+"x")) > 0,
-		"--peer-service-account-prefix: not a ServiceAccount name prefix: %q", o.PeerServiceAccountPrefix)
-	check(checkPath("relay-path", o.RelayPath) != nil || o.RelayPath == "/",
-		"--relay-path: want a clean absolute path other than /, got %q", o.RelayPath)
-	check(o.CacheSize < 1, "--cache-size: want >= 1, got %d", o.CacheSize)
-	check(o.CacheTTL < 0, "--cache-ttl: want >= 0, got %s", o.CacheTTL)
-	check(o.NegativeCacheTTL < 0, "--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
-	check(o.MaxInflightReviews < 1, "--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
-	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
-	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
-	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.WatchOptions.Validate()} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-func levelErr(level string) error {
-	_, err := logging.ParseLevel(level)
-	return err
 }

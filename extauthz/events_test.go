@@ -283,9 +283,9 @@ func TestRevocationRecordsEvent(t *testing.T) {
 	env := newEnv(t, nil)
 	e := newEventsEnv(t, env.in)
 	env.authz.events = e.ev
-	hub, err := NewWatchHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
-	st := newWatchStream()
+	st := newRevocationStream()
 	if added, _ := st.add(1, peerSABinding(), 10); !added {
 		t.Fatal("binding not added")
 	}

@@ -63,7 +63,7 @@ func probeOnly(offered []string) bool {
 // otherHolder implements keyHolders over every stream of the hub: the
 // bindings the bridges sent for their live sessions, upgraded and not yet
 // ended (registered or not).
-func (h *WatchHub) otherHolder(b revocation.Binding) (revocation.Binding, bool) {
+func (h *RevocationHub) otherHolder(b revocation.Binding) (revocation.Binding, bool) {
 	key := keyHashKey(b.KeySHA256)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -76,7 +76,7 @@ func (h *WatchHub) otherHolder(b revocation.Binding) (revocation.Binding, bool) 
 }
 
 // otherHolder returns a binding of st other than b indexed under key.
-func (st *watchStream) otherHolder(key string, b revocation.Binding) (revocation.Binding, bool) {
+func (st *revocationStream) otherHolder(key string, b revocation.Binding) (revocation.Binding, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for id := range st.index[key] {

@@ -14,16 +14,16 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// hubHolding is a WatchHub on e's Authorizer whose one stream holds
+// hubHolding is a RevocationHub on e's Authorizer whose one stream holds
 // bindings (ids 1, 2, ...), as a bridge's list would.
-func hubHolding(t *testing.T, e *env, bindings ...revocation.Binding) *watchStream {
+func hubHolding(t *testing.T, e *env, bindings ...revocation.Binding) *revocationStream {
 	t.Helper()
-	hub, err := NewWatchHub(e.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(e.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.authz.holders = hub
-	st := newWatchStream()
+	st := newRevocationStream()
 	hub.streams[st] = struct{}{}
 	for i, b := range bindings {
 		if added, _ := st.add(uint64(i+1), b, 100); !added {

@@ -9,9 +9,9 @@ import (
 )
 
 // This file holds every collector of the service: metrics (checks,
-// TokenReview, cache, verification, degraded mode) and watchMetrics (the
+// TokenReview, cache, verification, degraded mode) and revocationMetrics (the
 // revocation stream). They are registered on the registry passed to
-// NewAuthorizer and NewWatchHub, never on the global default.
+// NewAuthorizer and NewRevocationHub, never on the global default.
 
 // metricsNamespace prefixes every extauthz metric name.
 const metricsNamespace = "wirekube_extauthz"
@@ -136,17 +136,17 @@ func newReviewFailures() *prometheus.CounterVec {
 	return c
 }
 
-// watchMetrics are the revocation stream's collectors.
-type watchMetrics struct {
+// revocationMetrics are the revocation stream's collectors.
+type revocationMetrics struct {
 	revocations  *prometheus.CounterVec
 	eventToSend  prometheus.Histogram
 	refused      *prometheus.CounterVec // streams refused, by reason
 	backpressure prometheus.Counter
 }
 
-func newWatchMetrics(reg prometheus.Registerer, counts func() (int, int)) (*watchMetrics, error) {
+func newRevocationMetrics(reg prometheus.Registerer, counts func() (int, int)) (*revocationMetrics, error) {
 	const ns = metricsNamespace
-	m := &watchMetrics{
+	m := &revocationMetrics{
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocations_total",
 			Help: "Live-session bindings revoked on the revocation stream, by reason."}, []string{"reason"}),
 		eventToSend: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_event_to_send_seconds",

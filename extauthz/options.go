@@ -13,6 +13,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
+	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
 // Options is the user-facing configuration, one field per flag. The zero
@@ -82,8 +83,8 @@ type Options struct {
 	// VerifyOptions: local token verification, the degraded mode and the
 	// review gate.
 	VerifyOptions
-	// WatchOptions: the revocation Watch listener (watch_options.go).
-	WatchOptions
+	// RevocationOptions: the revocation Watch listener (revocation_options.go).
+	RevocationOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -114,7 +115,7 @@ func DefaultOptions() Options {
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
 		},
-		WatchOptions: DefaultWatchOptions(),
+		RevocationOptions: DefaultRevocationOptions(),
 	}
 }
 
@@ -143,7 +144,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)
-	o.WatchOptions.AddFlags(fs)
+	o.RevocationOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -178,6 +179,48 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// checkScalars validates the single-valued options, one error per bad flag.
+func (o *Options) checkScalars() []error {
+	var errs []error
+	for _, a := range []struct {
+		flag, v    string
+		allowEmpty bool
+	}{{"grpc-listen", o.GRPCListen, false}, {"http-listen", o.HTTPListen, true}, {"metrics-listen", o.MetricsListen, false}} {
+		if err := netutil.CheckFlag(a.flag, a.v, a.allowEmpty); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(o.Audience == "" || strings.ContainsAny(o.Audience, " ,\t"), "--audience: want one non-empty audience, got %q", o.Audience)
+	check(len(validation.IsDNS1123Label(o.PeerNamespace)) > 0, "--peer-namespace: not a namespace name: %q", o.PeerNamespace)
+	check(o.PeerServiceAccountPrefix == "" || len(validation.IsDNS1123Subdomain(o.PeerServiceAccountPrefix+"x")) > 0,
+		"--peer-service-account-prefix: not a ServiceAccount name prefix: %q", o.PeerServiceAccountPrefix)
+	check(checkPath("relay-path", o.RelayPath) != nil || o.RelayPath == "/",
+		"--relay-path: want a clean absolute path other than /, got %q", o.RelayPath)
+	check(o.CacheSize < 1, "--cache-size: want >= 1, got %d", o.CacheSize)
+	check(o.CacheTTL < 0, "--cache-ttl: want >= 0, got %s", o.CacheTTL)
+	check(o.NegativeCacheTTL < 0, "--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
+	check(o.MaxInflightReviews < 1, "--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
+	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
+	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
+	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func levelErr(level string) error {
+	_, err := logging.ParseLevel(level)
+	return err
+}
+
 // nsName is a parsed "namespace/name".
 type nsName struct{ ns, name string }
 
@@ -208,64 +251,3 @@ func checkPath(flagName, v string) error {
 }
 
 var errNoIdentity = errors.New("no identity configured")
-
-// VerifyOptions are the settings of local token verification (the JWKS),
-// the degraded mode and the review gate.
-type VerifyOptions struct {
-	// ServiceAccountIssuers are the accepted iss values of a token. Default
-	// none: the issuer of the API server's
-	// /.well-known/openid-configuration. Set every issuer kube-apiserver
-	// accepts while migrating issuers.
-	ServiceAccountIssuers []string
-	// JWKSRefreshInterval is how often the signing keys are fetched again.
-	// Default 5m.
-	JWKSRefreshInterval time.Duration
-	// JWKSMinRefreshInterval is the least time between two fetches caused
-	// by a token with an unknown kid (key rotation). Default 10s; lower lets
-	// a storm of made-up kids fetch more often.
-	JWKSMinRefreshInterval time.Duration
-	// OnReviewUnavailable is deny (default: fail closed) or verify-offline
-	// (admit a locally verified, locally bound token while TokenReview
-	// cannot be reached, for at most OfflineWindow: revocation only
-	// TokenReview sees is missed meanwhile).
-	OnReviewUnavailable string
-	// OfflineWindow bounds verify-offline: from the first failed
-	// TokenReview after the last answer. Default 5m.
-	OfflineWindow time.Duration
-	// MaxReviewWait is the longest a check waits for a TokenReview rate
-	// token plus an in-flight slot; a check that would wait longer is
-	// answered review_throttled at once. Default 500ms.
-	MaxReviewWait time.Duration
-}
-
-// AddFlags registers one flag per field on fs, with o's values as defaults.
-func (o *VerifyOptions) AddFlags(fs *flag.FlagSet) {
-	fs.Var(cli.NewStringList(&o.ServiceAccountIssuers), "service-account-issuer", "accepted token issuer (repeatable; default: the API server's discovered issuer)")
-	fs.DurationVar(&o.JWKSRefreshInterval, "jwks-refresh-interval", o.JWKSRefreshInterval, "period of the ServiceAccount signing-key (JWKS) refresh")
-	fs.DurationVar(&o.JWKSMinRefreshInterval, "jwks-min-refresh-interval", o.JWKSMinRefreshInterval, "least time between JWKS refreshes caused by an unknown key id")
-	fs.StringVar(&o.OnReviewUnavailable, "on-review-unavailable", o.OnReviewUnavailable, "deny, or verify-offline: admit locally verified and bound tokens while TokenReview is unreachable")
-	fs.DurationVar(&o.OfflineWindow, "offline-window", o.OfflineWindow, "longest verify-offline admission after TokenReview stopped answering")
-	fs.DurationVar(&o.MaxReviewWait, "max-review-wait", o.MaxReviewWait, "longest wait for a TokenReview rate token plus slot before review_throttled")
-}
-
-// Validate reports every invalid option (errors.Join), each error naming
-// its flag.
-func (o *VerifyOptions) Validate() error {
-	var errs []error
-	check := func(bad bool, format string, args ...any) {
-		if bad {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
-	for _, iss := range o.ServiceAccountIssuers {
-		check(iss == "" || strings.ContainsAny(iss, " \t,"), "--service-account-issuer: want one non-empty issuer, got %q", iss)
-	}
-	check(o.JWKSRefreshInterval < time.Second, "--jwks-refresh-interval: want >= 1s, got %s", o.JWKSRefreshInterval)
-	check(o.JWKSMinRefreshInterval <= 0 || o.JWKSMinRefreshInterval > o.JWKSRefreshInterval,
-		"--jwks-min-refresh-interval: want > 0 and <= --jwks-refresh-interval, got %s", o.JWKSMinRefreshInterval)
-	check(o.MaxReviewWait <= 0, "--max-review-wait: want > 0, got %s", o.MaxReviewWait)
-	check(o.OnReviewUnavailable != UnavailableDeny && o.OnReviewUnavailable != UnavailableVerifyOffline,
-		"--on-review-unavailable: want %s or %s, got %q", UnavailableDeny, UnavailableVerifyOffline, o.OnReviewUnavailable)
-	check(o.OfflineWindow <= 0, "--offline-window: want > 0, got %s", o.OfflineWindow)
-	return errors.Join(errs...)
-}

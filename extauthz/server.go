@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
-	hub, err := NewWatchHub(authz, reg, log)
+	hub, err := NewRevocationHub(authz, reg, log)
 	if err != nil {
 		return fmt.Errorf("revocation metrics: %w", err)
 	}
@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	gs := grpc.NewServer(append(watchKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
+	gs := grpc.NewServer(append(revocationKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
 	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
 	healthpb.RegisterHealthServer(gs, hs)
 
@@ -135,7 +135,9 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
 	if lns.revocation != nil {
 		rs := revocationServer(hub, lns.secret)
-		g.Go(func() error { return serveRevocation(gctx, rs, lns.revocation, cfg.watch.RevocationSecretFile, log) })
+		g.Go(func() error {
+			return serveRevocation(gctx, rs, lns.revocation, cfg.revocation.RevocationSecretFile, log)
+		})
 	}
 	if lns.http != nil {
 		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
@@ -184,8 +186,8 @@ func listenAll(cfg *Config) (*listeners, error) {
 		closeAll()
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
-	if cfg.watch.RevocationListen != "" {
-		if l.revocation, l.secret, err = listenRevocation(cfg.watch); err != nil {
+	if cfg.revocation.RevocationListen != "" {
+		if l.revocation, l.secret, err = listenRevocation(cfg.revocation); err != nil {
 			closeAll()
 			return nil, err
 		}

@@ -149,13 +149,13 @@ func TestRun(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	checkWatchListeners(t, conn, dir)
+	checkRevocationListeners(t, conn, dir)
 	assertNoToken(t, logBuf.String(), tok)
 }
 
-// checkWatchListeners: the ext_authz listener (conn) does not serve the
+// checkRevocationListeners: the ext_authz listener (conn) does not serve the
 // revocation stream; the revocation socket does, with the secret Run wrote.
-func checkWatchListeners(t *testing.T, conn *grpc.ClientConn, dir string) {
+func checkRevocationListeners(t *testing.T, conn *grpc.ClientConn, dir string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -46,3 +46,21 @@ func CheckFlag(name, v string, allowEmpty bool) error {
 	}
 	return nil
 }
+
+// UnixOrLoopback reports whether addr is unix:/path or a host:port on a
+// loopback address (127.0.0.0/8, ::1, or the name localhost): an address
+// only the processes of this Pod can reach. The revocation stream carries
+// its secret and every binding in plaintext, so both of its ends insist on
+// one. It does not check the rest of the syntax: use ParseAddr or
+// CheckFlag for that.
+func UnixOrLoopback(addr string) bool {
+	if strings.HasPrefix(addr, unixPrefix) {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}

@@ -46,3 +46,29 @@ func TestCheckFlagNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestUnixOrLoopback(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"unix:/run/wirekube-revocation/revocation.sock", true},
+		{"127.0.0.1:9003", true},
+		{"127.8.9.10:9003", true},
+		{"[::1]:9003", true},
+		{"localhost:9003", true},
+		{"0.0.0.0:9003", false},
+		{":9003", false}, // every interface
+		{"[::]:9003", false},
+		{"10.0.0.7:9003", false},
+		{"extauthz.wirekube-system.svc:9003", false},
+		{"localhost.example.com:9003", false},
+		{"127.0.0.1", false}, // no port: not a host:port
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := UnixOrLoopback(tt.addr); got != tt.want {
+			t.Errorf("UnixOrLoopback(%q) = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}

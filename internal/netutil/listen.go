@@ -1,5 +1,5 @@
-// Package netutil holds the address parser and the listener helper shared by
-// the binaries.
+// Package netutil holds the address parser, the Unix-socket-or-loopback
+// check and the listener helper shared by the binaries.
 package netutil
 
 import (

@@ -82,17 +82,6 @@ func Run(ctx context.Context, cfg *Config, w io.Writer) error {
 	return &ExitError{Code: res.ExitCode, Err: errors.New(msg)}
 }
 
-// Check probes with o and returns the report for a caller that renders it
-// itself (the demo, tests). The error is only for invalid options (an
-// *ExitError with ExitUsage); a failed probe is a Result with OK false.
-func Check(ctx context.Context, o Options) (*Result, error) {
-	c, err := o.Complete()
-	if err != nil {
-		return nil, err
-	}
-	return c.Probe(ctx), nil
-}
-
 // isSet reports whether flag name was given on the command line.
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false

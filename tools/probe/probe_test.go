@@ -181,13 +181,18 @@ func TestProbeNoToken(t *testing.T) {
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
-func TestCheckReturnsTheResult(t *testing.T) {
+// TestProbeReturnsTheResult: a caller that renders the report itself
+// completes the options and calls Probe.
+func TestProbeReturnsTheResult(t *testing.T) {
 	env := newTestEnv(t, false)
-	res, err := Check(context.Background(), Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Count: 2, Register: true})
-	if err != nil || !res.OK || res.Stages[len(res.Stages)-1].Echo.Received != 2 {
-		t.Fatalf("Check: %v %+v", err, res)
+	cfg, err := Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Count: 2, Register: true}.Complete()
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
 	}
-	if _, err := Check(context.Background(), Options{}); ExitCode(err) != ExitUsage {
-		t.Fatalf("Check without options: %v", err)
+	if res := cfg.Probe(context.Background()); !res.OK || res.Stages[len(res.Stages)-1].Echo.Received != 2 {
+		t.Fatalf("Probe: %+v", res)
+	}
+	if _, err := (Options{}).Complete(); ExitCode(err) != ExitUsage {
+		t.Fatalf("Complete without options: %v", err)
 	}
 }

@@ -24,16 +24,16 @@ import (
 )
 
 // refusedCount reads wirekube_extauthz_revocation_streams_refused_total.
-func (s *watchServer) refusedCount(t testing.TB, reason string) float64 {
+func (s *hubServer) refusedCount(t testing.TB, reason string) float64 {
 	t.Helper()
 	return testutil.ToFloat64(s.hub.metrics.refused.WithLabelValues(reason))
 }
 
-// TestWatchRefusesWithoutSecret: a caller without the secret, or with
+// TestRevocationRefusesWithoutSecret: a caller without the secret, or with
 // another one, gets Unauthenticated and no stream; reflection answers
 // without it (schema only).
-func TestWatchRefusesWithoutSecret(t *testing.T) {
-	s := serveWatch(t, newEnv(t, nil))
+func TestRevocationRefusesWithoutSecret(t *testing.T) {
+	s := serveHub(t, newEnv(t, nil))
 	conn, err := grpc.NewClient("unix:"+s.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	must(t, err)
 	defer conn.Close()
@@ -76,13 +76,13 @@ func listServices(t *testing.T, conn *grpc.ClientConn) map[string]bool {
 	return got
 }
 
-// TestWatchStreamsBound: with --revocation-max-streams=2 a third stream is
+// TestRevocationStreamsBound: with --revocation-max-streams=2 a third stream is
 // refused (ResourceExhausted, counted); once one ends, a new one gets in.
-func TestWatchStreamsBound(t *testing.T) {
-	s := serveWatch(t, newEnv(t, func(o *Options) { o.RevocationMaxStreams = 2 }))
+func TestRevocationStreamsBound(t *testing.T) {
+	s := serveHub(t, newEnv(t, func(o *Options) { o.RevocationMaxStreams = 2 }))
 	conn := s.dial(t)
 	a, b := s.open(t, conn), s.open(t, conn)
-	for i, c := range []*watchClient{a, b} {
+	for i, c := range []*revocationClient{a, b} {
 		c.send(revocation.Op{Kind: revocation.KindSynced, ID: uint64(i + 1)})
 		c.until(uint64(i + 1))
 	}
@@ -111,16 +111,16 @@ func heapInUse() uint64 {
 	return ms.HeapAlloc
 }
 
-// TestWatchBindingsFlood: 200,000 valid bindings on one stream (the attack
+// TestRevocationBindingsFlood: 200,000 valid bindings on one stream (the attack
 // that grew extauthz past its memory limit) leave 20,000 watched
 // (--revocation-max-bindings' default), the 180,000 beyond revoked with
 // revocation_limit, the heap within 64 MiB of where it started (the
 // 200,000 took 215 MB before the bound), and a second stream of a real
 // bridge judged as before.
-func TestWatchBindingsFlood(t *testing.T) {
+func TestRevocationBindingsFlood(t *testing.T) {
 	const flood, limit = 200_000, 20_000
 	e := newEnv(t, nil)
-	s := serveWatch(t, e)
+	s := serveHub(t, e)
 	conn := s.dial(t)
 	before := heapInUse()
 	c := s.open(t, conn)
@@ -230,15 +230,15 @@ func (f *floodStream) SendMsg(any) error {
 	return f.ctx.Err()
 }
 
-// TestWatchBackpressure: 300,000 Adds (each answered by a revocation) on a
+// TestRevocationBackpressure: 300,000 Adds (each answered by a revocation) on a
 // stream that never reads. Once everything in the bubble is blocked, the
 // hub has taken no more than two pending bounds of ops (one being
 // answered, one waiting) instead of all 300,000, and counted the pause.
-func TestWatchBackpressure(t *testing.T) {
+func TestRevocationBackpressure(t *testing.T) {
 	const flood = 300_000
 	e := newEnv(t, nil)
 	synctest.Test(t, func(t *testing.T) {
-		hub, err := NewWatchHub(e.authz, prometheus.NewRegistry(), e.authz.log)
+		hub, err := NewRevocationHub(e.authz, prometheus.NewRegistry(), e.authz.log)
 		must(t, err)
 		hub.MarkSynced()
 		ctx, cancel := context.WithCancel(context.Background())

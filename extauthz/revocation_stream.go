@@ -14,10 +14,10 @@ import (
 // them: a bridge that sends without reading cannot grow extauthz's memory.
 const maxPendingOps = 4 * revocation.MaxOps
 
-// watchStream is the state of one bridge's stream: the bindings it holds
+// revocationStream is the state of one bridge's stream: the bindings it holds
 // and an index from watched object to the bindings that read it, the ops
 // received and the object keys changed since the sender last looked.
-type watchStream struct {
+type revocationStream struct {
 	mu       sync.Mutex
 	bindings map[uint64]revocation.Binding
 	index    map[string]map[uint64]struct{}
@@ -28,14 +28,14 @@ type watchStream struct {
 	limited  bool                 // an Add was refused for the bindings bound (logged once)
 }
 
-func newWatchStream() *watchStream {
-	return &watchStream{
+func newRevocationStream() *revocationStream {
+	return &revocationStream{
 		bindings: map[uint64]revocation.Binding{}, index: map[string]map[uint64]struct{}{},
 		dirty: map[string]time.Time{}, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 	}
 }
 
-func (st *watchStream) signal() {
+func (st *revocationStream) signal() {
 	select {
 	case st.wake <- struct{}{}:
 	default:
@@ -46,7 +46,7 @@ func (st *watchStream) signal() {
 // done. Any message that does not validate ends the stream: the bridge then
 // resyncs. While maxPendingOps are pending it reads nothing (onPause counts
 // each such pause).
-func (st *watchStream) receive(ctx context.Context, stream revocation.Stream, onPause func()) error {
+func (st *revocationStream) receive(ctx context.Context, stream revocation.Stream, onPause func()) error {
 	for {
 		ops, err := revocation.RecvFromBridge(stream)
 		if err != nil {
@@ -67,7 +67,7 @@ func (st *watchStream) receive(ctx context.Context, stream revocation.Stream, on
 }
 
 // waitRoom blocks until take leaves fewer than maxPendingOps pending.
-func (st *watchStream) waitRoom(ctx context.Context) error {
+func (st *revocationStream) waitRoom(ctx context.Context) error {
 	for {
 		st.mu.Lock()
 		n := len(st.pending)
@@ -83,7 +83,7 @@ func (st *watchStream) waitRoom(ctx context.Context) error {
 	}
 }
 
-func (st *watchStream) markDirty(key string, at time.Time) {
+func (st *revocationStream) markDirty(key string, at time.Time) {
 	st.mu.Lock()
 	if _, ok := st.index[key]; !ok {
 		st.mu.Unlock()
@@ -96,7 +96,7 @@ func (st *watchStream) markDirty(key string, at time.Time) {
 	st.signal()
 }
 
-func (st *watchStream) take() ([]revocation.Op, map[string]time.Time) {
+func (st *revocationStream) take() ([]revocation.Op, map[string]time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ops, dirty := st.pending, st.dirty
@@ -111,7 +111,7 @@ func (st *watchStream) take() ([]revocation.Op, map[string]time.Time) {
 // add records b for id unless the stream already holds limit other
 // bindings; it reports whether it did, and whether this was the first
 // refusal on the stream.
-func (st *watchStream) add(id uint64, b revocation.Binding, limit int) (added, firstRefusal bool) {
+func (st *revocationStream) add(id uint64, b revocation.Binding, limit int) (added, firstRefusal bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, ok := st.bindings[id]; ok {
@@ -132,13 +132,13 @@ func (st *watchStream) add(id uint64, b revocation.Binding, limit int) (added, f
 	return true, false
 }
 
-func (st *watchStream) remove(id uint64) {
+func (st *revocationStream) remove(id uint64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.removeLocked(id)
 }
 
-func (st *watchStream) removeLocked(id uint64) {
+func (st *revocationStream) removeLocked(id uint64) {
 	b, ok := st.bindings[id]
 	if !ok {
 		return
@@ -153,7 +153,7 @@ func (st *watchStream) removeLocked(id uint64) {
 }
 
 // bound returns a copy of the bindings that read key.
-func (st *watchStream) bound(key string) map[uint64]revocation.Binding {
+func (st *revocationStream) bound(key string) map[uint64]revocation.Binding {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make(map[uint64]revocation.Binding, len(st.index[key]))
@@ -163,7 +163,7 @@ func (st *watchStream) bound(key string) map[uint64]revocation.Binding {
 	return out
 }
 
-func (st *watchStream) size() int {
+func (st *revocationStream) size() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return len(st.bindings)

@@ -75,11 +75,11 @@ func bindingKeys(b revocation.Binding) []string {
 	return append(keys, objectKey(kindPeer, "", b.Peer), keyHashKey(b.KeySHA256))
 }
 
-// keyHashKey is the watch index key of a public key, by its SHA-256 as a
+// keyHashKey is the revocation index key of a public key, by its SHA-256 as a
 // binding holds it.
 func keyHashKey(h [sha256.Size]byte) string { return objectKey(kindKey, "", hex.EncodeToString(h[:])) }
 
-// Object kinds of the watch index.
+// Object kinds of the revocation index.
 const (
 	kindPod  = "pod"
 	kindSA   = "sa"
@@ -88,5 +88,5 @@ const (
 	kindKey  = "key" // a public key held by a WireKubePeer
 )
 
-// objectKey names one watched object in the watch index.
+// objectKey names one watched object in the revocation index.
 func objectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }

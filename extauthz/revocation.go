@@ -17,17 +17,17 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// WatchHub serves the revocation Watch stream (docs/revocation.md). A
+// RevocationHub serves the revocation Watch stream (docs/revocation.md). A
 // bridge sends the binding of every live session (the full set on each
 // (re)connect, then adds and removes); the hub answers, on the same
 // stream, which of them no longer hold: at once for the ones already
 // invalid, later whenever an informer event ends one. It keeps no state
 // beyond its streams, so a restarted extauthz re-judges everything from
 // the bridge's next full list. Safe for concurrent use.
-type WatchHub struct {
+type RevocationHub struct {
 	authz   *Authorizer
 	log     *slog.Logger
-	metrics *watchMetrics
+	metrics *revocationMetrics
 	now     func() time.Time
 	ready   chan struct{} // closed once the informer caches have synced
 	ctx     context.Context
@@ -35,15 +35,15 @@ type WatchHub struct {
 	recv    sync.WaitGroup // receiving goroutines of the streams
 
 	mu      sync.Mutex
-	streams map[*watchStream]struct{}
+	streams map[*revocationStream]struct{}
 }
 
-// NewWatchHub builds a hub judging with authz; its metrics go to reg.
-func NewWatchHub(authz *Authorizer, reg prometheus.Registerer, log *slog.Logger) (*WatchHub, error) {
-	h := &WatchHub{authz: authz, log: log, now: time.Now, ready: make(chan struct{}),
-		streams: map[*watchStream]struct{}{}}
+// NewRevocationHub builds a hub judging with authz; its metrics go to reg.
+func NewRevocationHub(authz *Authorizer, reg prometheus.Registerer, log *slog.Logger) (*RevocationHub, error) {
+	h := &RevocationHub{authz: authz, log: log, now: time.Now, ready: make(chan struct{}),
+		streams: map[*revocationStream]struct{}{}}
 	h.ctx, h.stop = context.WithCancel(context.Background())
-	m, err := newWatchMetrics(reg, h.counts)
+	m, err := newRevocationMetrics(reg, h.counts)
 	if err != nil {
 		return nil, err
 	}
@@ -53,19 +53,19 @@ func NewWatchHub(authz *Authorizer, reg prometheus.Registerer, log *slog.Logger)
 
 // MarkSynced lets streams start judging: before the caches hold a full
 // list every Pod would look deleted. Call it once.
-func (h *WatchHub) MarkSynced() { close(h.ready) }
+func (h *RevocationHub) MarkSynced() { close(h.ready) }
 
 // Shutdown ends every stream (so that a graceful gRPC stop need not wait
 // for the bridges to leave) and waits for their receiving goroutines.
 // Bridges reconnect to another extauthz or to this one after a restart.
-func (h *WatchHub) Shutdown() {
+func (h *RevocationHub) Shutdown() {
 	h.stop()
 	h.recv.Wait()
 }
 
 // Notify marks the object key (objectKey) changed on every stream. It is the
 // informers' OnChange callback and never blocks.
-func (h *WatchHub) Notify(key string) {
+func (h *RevocationHub) Notify(key string) {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -74,7 +74,7 @@ func (h *WatchHub) Notify(key string) {
 	}
 }
 
-func (h *WatchHub) counts() (streams, bindings int) {
+func (h *RevocationHub) counts() (streams, bindings int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for st := range h.streams {
@@ -87,11 +87,11 @@ func (h *WatchHub) counts() (streams, bindings int) {
 // sync, then runs the stream until the bridge goes away or Shutdown. The
 // receiving goroutine it starts blocks in RecvMsg until gRPC ends the
 // stream, which happens when Watch returns: Shutdown waits for it.
-func (h *WatchHub) Watch(stream grpc.ServerStream) error {
+func (h *RevocationHub) Watch(stream grpc.ServerStream) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	defer context.AfterFunc(h.ctx, cancel)()
-	st := newWatchStream()
+	st := newRevocationStream()
 	if err := h.join(st); err != nil {
 		return err
 	}
@@ -129,8 +129,8 @@ func (h *WatchHub) Watch(stream grpc.ServerStream) error {
 // join adds st to the hub's streams, or refuses it (ResourceExhausted)
 // when --revocation-max-streams are open: a stream that waits for the
 // caches counts too.
-func (h *WatchHub) join(st *watchStream) error {
-	limit := h.authz.cfg.watch.RevocationMaxStreams
+func (h *RevocationHub) join(st *revocationStream) error {
+	limit := h.authz.cfg.revocation.RevocationMaxStreams
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.streams) >= limit {
@@ -151,7 +151,7 @@ func errString(err error) string {
 
 // serve judges what the bridge sent and what changed, and sends the
 // revocations, until ctx is done. It is the stream's only sender.
-func (h *WatchHub) serve(ctx context.Context, st *watchStream, stream grpc.ServerStream) error {
+func (h *RevocationHub) serve(ctx context.Context, st *revocationStream, stream grpc.ServerStream) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -171,7 +171,7 @@ func (h *WatchHub) serve(ctx context.Context, st *watchStream, stream grpc.Serve
 // judge takes what is pending on st and returns the ops to send: the
 // revocations first, in the order the bridge's ops came, then those the
 // changed objects caused.
-func (h *WatchHub) judge(st *watchStream) []revocation.Op {
+func (h *RevocationHub) judge(st *revocationStream) []revocation.Op {
 	ops, dirty := st.take()
 	var out []revocation.Op
 	for _, op := range ops {
@@ -200,12 +200,12 @@ func (h *WatchHub) judge(st *watchStream) []revocation.Op {
 // judgeAdd records a binding and judges it at once: it may have ended
 // before the bridge could send it. It returns the revocation reason ("" when
 // the binding holds) and the binding's peer.
-func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) (contract.Reason, string) {
+func (h *RevocationHub) judgeAdd(st *revocationStream, op revocation.Op) (contract.Reason, string) {
 	b, err := revocation.ParseBinding(op.Binding)
 	if err != nil {
 		return contract.CloseRevoked, "" // not a binding this extauthz issues: cannot vouch
 	}
-	limit := h.authz.cfg.watch.RevocationMaxBindings
+	limit := h.authz.cfg.revocation.RevocationMaxBindings
 	if added, first := st.add(op.ID, b, limit); !added {
 		if first {
 			h.log.Warn("revocation stream at --revocation-max-bindings: sessions beyond it are revoked (revocation_limit)",
@@ -222,7 +222,7 @@ func (h *WatchHub) judgeAdd(st *watchStream, op revocation.Op) (contract.Reason,
 
 // revoke is the revocation of session id for r, counted and recorded as an
 // Event on peer's WireKubePeer (events.go).
-func (h *WatchHub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
+func (h *RevocationHub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
 	h.metrics.revocations.WithLabelValues(string(r)).Inc()
 	h.authz.events.Revoked(peer, r)
 	op := revocation.Op{Kind: revocation.KindRevoke, ID: id, Reason: string(r)}
@@ -233,11 +233,11 @@ func (h *WatchHub) revoke(id uint64, r contract.Reason, peer string, at time.Tim
 	return op
 }
 
-// watchKeepalive are the gRPC server options the revocation stream needs:
+// revocationKeepalive are the gRPC server options the revocation stream needs:
 // bridges ping every 15 s to notice a vanished extauthz (so the default
 // 5-minute minimum would make the server hang up on them), and the server
 // pings idle connections to drop vanished bridges.
-func watchKeepalive() []grpc.ServerOption {
+func revocationKeepalive() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

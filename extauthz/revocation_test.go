@@ -138,31 +138,31 @@ func TestRejudgeConfig(t *testing.T) {
 	}
 }
 
-// watchClient is the bridge end of a real gRPC Watch stream.
-type watchClient struct {
+// revocationClient is the bridge end of a real gRPC Watch stream.
+type revocationClient struct {
 	t      testing.TB
 	stream grpc.ClientStream
-	hub    *WatchHub
+	hub    *RevocationHub
 }
 
-// watchServer is a hub served on a Unix socket as Run serves it
+// hubServer is a hub served on a Unix socket as Run serves it
 // (revocationServer: the secret, the fixed windows, reflection).
-type watchServer struct {
-	hub        *WatchHub
+type hubServer struct {
+	hub        *RevocationHub
 	reg        *prometheus.Registry
 	sock       string
 	secretFile string
 }
 
-func serveWatch(t testing.TB, e *env) *watchServer {
+func serveHub(t testing.TB, e *env) *hubServer {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	hub, err := NewWatchHub(e.authz, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
+	hub, err := NewRevocationHub(e.authz, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
 	must(t, err)
 	must(t, e.in.OnChange(hub.Notify))
 	hub.MarkSynced()
 	dir := t.TempDir()
-	o := e.authz.cfg.watch
+	o := e.authz.cfg.revocation
 	o.RevocationListen, o.RevocationSecretFile = "unix:"+filepath.Join(dir, "revocation.sock"), filepath.Join(dir, "secret")
 	ln, secret, err := listenRevocation(o)
 	must(t, err)
@@ -174,12 +174,12 @@ func serveWatch(t testing.TB, e *env) *watchServer {
 		gs.Stop()
 		<-served
 	})
-	return &watchServer{hub: hub, reg: reg, sock: filepath.Join(dir, "revocation.sock"), secretFile: o.RevocationSecretFile}
+	return &hubServer{hub: hub, reg: reg, sock: filepath.Join(dir, "revocation.sock"), secretFile: o.RevocationSecretFile}
 }
 
 // dial connects as the bridge does: the socket, the secret file read per
 // call.
-func (s *watchServer) dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
+func (s *hubServer) dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient("unix:"+s.sock, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(revocation.SecretCredentials{Path: s.secretFile})}, opts...)...)
@@ -188,29 +188,29 @@ func (s *watchServer) dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientCo
 	return conn
 }
 
-func (s *watchServer) open(t testing.TB, conn *grpc.ClientConn) *watchClient {
+func (s *hubServer) open(t testing.TB, conn *grpc.ClientConn) *revocationClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	stream, err := conn.NewStream(ctx, &revocation.StreamDesc, revocation.WatchMethod)
 	must(t, err)
-	return &watchClient{t: t, stream: stream, hub: s.hub}
+	return &revocationClient{t: t, stream: stream, hub: s.hub}
 }
 
-func startWatch(t testing.TB, e *env) *watchClient {
+func startRevocation(t testing.TB, e *env) *revocationClient {
 	t.Helper()
-	s := serveWatch(t, e)
+	s := serveHub(t, e)
 	return s.open(t, s.dial(t))
 }
 
-func (c *watchClient) send(ops ...revocation.Op) {
+func (c *revocationClient) send(ops ...revocation.Op) {
 	c.t.Helper()
 	must(c.t, revocation.Send(c.stream, ops))
 }
 
 // until receives ops until one of kind SyncedAck with id gen arrives and
 // returns the revocations before it.
-func (c *watchClient) until(gen uint64) map[uint64]revocation.Op {
+func (c *revocationClient) until(gen uint64) map[uint64]revocation.Op {
 	c.t.Helper()
 	got := map[uint64]revocation.Op{}
 	for {
@@ -225,7 +225,7 @@ func (c *watchClient) until(gen uint64) map[uint64]revocation.Op {
 	}
 }
 
-func (c *watchClient) next() revocation.Op {
+func (c *revocationClient) next() revocation.Op {
 	c.t.Helper()
 	ops, err := revocation.RecvFromExtauthz(c.stream)
 	must(c.t, err)
@@ -235,12 +235,12 @@ func (c *watchClient) next() revocation.Op {
 	return ops[0]
 }
 
-// TestWatchStream: the full list is judged at once (invalid bindings
+// TestRevocationStream: the full list is judged at once (invalid bindings
 // revoked before the ack), then a Pod deletion revokes exactly its session
 // and the sentinel sessions stay.
-func TestWatchStream(t *testing.T) {
+func TestRevocationStream(t *testing.T) {
 	e := newEnv(t, nil)
-	c := startWatch(t, e)
+	c := startRevocation(t, e)
 	stale := podBinding()
 	stale.PodUID = "uid-pod-gone"
 	c.send(
@@ -279,7 +279,7 @@ func TestWatchStream(t *testing.T) {
 // duplicate-key gauge counts the key.
 func TestKeySquatting(t *testing.T) {
 	e := newEnv(t, nil)
-	c := startWatch(t, e)
+	c := startRevocation(t, e)
 	c.send(
 		revocation.Op{Kind: revocation.KindAdd, ID: 1, Binding: podBinding().Format()},
 		revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: peerSABinding().Format()},

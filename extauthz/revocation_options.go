@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
@@ -18,10 +16,10 @@ const (
 	DefaultRevocationSecretFile = "/run/wirekube-revocation/secret"
 )
 
-// WatchOptions configure the revocation Watch listener (docs/revocation.md).
+// RevocationOptions configure the revocation Watch listener (docs/revocation.md).
 // It is separate from the ext_authz listener: only the bridge of this Pod
 // may reach it, and only with the secret.
-type WatchOptions struct {
+type RevocationOptions struct {
 	// RevocationListen is unix:/path (default DefaultRevocationListen) or a
 	// loopback host:port; empty turns the Watch stream off. Never a
 	// routable address: the stream trusts its caller's list.
@@ -40,9 +38,9 @@ type WatchOptions struct {
 	RevocationMaxBindings int
 }
 
-// DefaultWatchOptions returns the documented defaults.
-func DefaultWatchOptions() WatchOptions {
-	return WatchOptions{
+// DefaultRevocationOptions returns the documented defaults.
+func DefaultRevocationOptions() RevocationOptions {
+	return RevocationOptions{
 		RevocationListen:      DefaultRevocationListen,
 		RevocationSecretFile:  DefaultRevocationSecretFile,
 		RevocationMaxStreams:  4,
@@ -51,7 +49,7 @@ func DefaultWatchOptions() WatchOptions {
 }
 
 // AddFlags registers the revocation listener flags on fs.
-func (o *WatchOptions) AddFlags(fs *flag.FlagSet) {
+func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RevocationListen, "revocation-listen", o.RevocationListen, "revocation Watch listener for the bridge of this Pod: unix:/path or a loopback host:port; empty turns it off")
 	fs.StringVar(&o.RevocationSecretFile, "revocation-secret-file", o.RevocationSecretFile, "file extauthz writes the per-start secret of the revocation listener to (the bridge reads it)")
 	fs.IntVar(&o.RevocationMaxStreams, "revocation-max-streams", o.RevocationMaxStreams, "maximum concurrent revocation streams (refused beyond)")
@@ -60,7 +58,7 @@ func (o *WatchOptions) AddFlags(fs *flag.FlagSet) {
 
 // Validate reports every invalid field (errors.Join), each error naming
 // its flag.
-func (o *WatchOptions) Validate() error {
+func (o *RevocationOptions) Validate() error {
 	var errs []error
 	if err := checkRevocationListen(o.RevocationListen); err != nil {
 		errs = append(errs, err)
@@ -85,11 +83,7 @@ func checkRevocationListen(v string) error {
 	if err := netutil.CheckFlag("revocation-listen", v, false); err != nil {
 		return err
 	}
-	if strings.HasPrefix(v, "unix:") {
-		return nil
-	}
-	host, _, _ := net.SplitHostPort(v)
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !netutil.UnixOrLoopback(v) {
 		return fmt.Errorf("--revocation-listen: want unix:/path or a loopback address (127.0.0.1, ::1, localhost), got %q: the stream must be reachable only from the bridge's Pod", v)
 	}
 	return nil

@@ -25,8 +25,8 @@ const streamWindow = 64 << 10
 // revocationServer is the gRPC server of --revocation-listen: the Watch
 // stream behind the secret, and reflection (the schema only). It shares
 // nothing with the ext_authz listener.
-func revocationServer(hub *WatchHub, secret string) *grpc.Server {
-	gs := grpc.NewServer(append(watchKeepalive(),
+func revocationServer(hub *RevocationHub, secret string) *grpc.Server {
+	gs := grpc.NewServer(append(revocationKeepalive(),
 		grpc.MaxRecvMsgSize(revocation.MaxMessage),
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(streamWindow),
@@ -40,7 +40,7 @@ func revocationServer(hub *WatchHub, secret string) *grpc.Server {
 // authenticate lets a Watch call through only with the secret
 // (revocation.CheckSecret); reflection needs none. Fail closed: any
 // other method of the revocation service is checked too.
-func (h *WatchHub) authenticate(secret string) grpc.StreamServerInterceptor {
+func (h *RevocationHub) authenticate(secret string) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if strings.HasPrefix(info.FullMethod, "/"+revocation.ServiceName+"/") {
 			if err := revocation.CheckSecret(ss.Context(), secret); err != nil {
@@ -57,7 +57,7 @@ func (h *WatchHub) authenticate(secret string) grpc.StreamServerInterceptor {
 // listener (in that order: whoever connects reads the new secret). For a
 // Unix socket the file is made owner- and group-writable only (the
 // bridge may run under another UID of the Pod's fsGroup).
-func listenRevocation(o WatchOptions) (net.Listener, string, error) {
+func listenRevocation(o RevocationOptions) (net.Listener, string, error) {
 	secret := revocation.NewSecret()
 	if err := revocation.WriteSecretFile(o.RevocationSecretFile, secret); err != nil {
 		return nil, "", fmt.Errorf("--revocation-secret-file: %w (mount the directory the bridge shares, docs/revocation.md)", err)

@@ -37,7 +37,7 @@ func BenchmarkRevocationBurst(b *testing.B) {
 			bd.PodName, bd.PodUID, bd.NodeName, bd.NodeUID = name, uid, "", ""
 			ops = append(ops, revocation.Op{Kind: revocation.KindAdd, ID: uint64(i + 1), Binding: bd.Format()})
 		}
-		c := startWatch(b, e)
+		c := startRevocation(b, e)
 		c.send(append(ops, revocation.Op{Kind: revocation.KindSynced, ID: 1})...)
 		if got := c.until(1); len(got) != 0 {
 			b.Fatalf("%d revoked at the list", len(got))

@@ -10,7 +10,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// OnChange calls f with the watch index key (objectKey) of every Pod,
+// OnChange calls f with the revocation index key (objectKey) of every Pod,
 // ServiceAccount, Node and WireKubePeer the informers add, update or
 // delete. An informer updates its cache before it calls handlers, so a
 // lookup from f (or after it) sees the change. f must not block: it runs
