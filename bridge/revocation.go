@@ -297,17 +297,7 @@ func (r *revoker) sweepStale(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		var stale []*session
-		r.mu.Lock()
-		if !r.inSync {
-			cutoff := r.now().Add(-r.stale)
-			for _, sess := range r.live {
-				if vouched := laterOf(sess.start, r.downSince); vouched.Before(cutoff) {
-					stale = append(stale, sess)
-				}
-			}
-		}
-		r.mu.Unlock()
+		stale := r.staleAt(r.now())
 		for _, sess := range stale {
 			if sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationStale, nil)) {
 				r.m.authCloses.WithLabelValues(causeRevocationStale).Inc()
@@ -318,6 +308,25 @@ func (r *revoker) sweepStale(ctx context.Context) {
 				slog.Int("sessions", len(stale)), slog.Duration("stale_timeout", r.stale))
 		}
 	}
+}
+
+// staleAt returns, while the stream is out of sync, the live sessions the
+// stream has not vouched for in the --revocation-stale-timeout before now:
+// not since it was lost, or since their admission if that came later.
+func (r *revoker) staleAt(now time.Time) []*session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inSync {
+		return nil
+	}
+	var stale []*session
+	cutoff := now.Add(-r.stale)
+	for _, sess := range r.live {
+		if vouched := laterOf(sess.start, r.downSince); vouched.Before(cutoff) {
+			stale = append(stale, sess)
+		}
+	}
+	return stale
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -225,23 +225,6 @@ func TestRevocationStale(t *testing.T) {
 	}
 }
 
-// TestTokenExpiryCloses: a session ends when its token expires, plus the
-// grace.
-func TestTokenExpiryCloses(t *testing.T) {
-	// The header has whole seconds: exp is 1 to 2 s away, plus the grace,
-	// so Register is written well before the close.
-	h := startBridge(t, func(o *Options) { o.TokenExpiryGrace = 200 * time.Millisecond })
-	hdr := identity(testKey(1))
-	hdr.Set(contract.HeaderTokenExpires, time.Now().Add(2*time.Second).UTC().Format(time.RFC3339))
-	ws := h.registerAs(t, hdr, testKey(1))
-	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseTokenExpired)
-	testutil.Eventually(t, "counted", func() bool {
-		return promtest.ToFloat64(h.srv.metrics.sessions.WithLabelValues(string(contract.CloseTokenExpired))) == 1
-	})
-	// Issue 22: counted as an expiry, not as a revocation.
-	wantAuthCloses(t, h, map[string]float64{causeTokenExpired: 1, causeRevoked: 0, causeRevocationStale: 0})
-}
-
 // wantAuthCloses checks wirekube_bridge_authorization_closes_total by cause.
 // The closer counts a close after end() has sent the close frame, so the
 // client can read the close before the count: wait for the counts first.
