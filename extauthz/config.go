@@ -39,6 +39,8 @@ type Config struct {
 	reviewBurst    int
 	// The revocation Watch listener (revocation_options.go).
 	revocation RevocationOptions
+	// The admission policy reported on (admissionoptions.go).
+	peerAdmission peerAdmissionConfig
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -74,6 +76,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
+		peerAdmission:    o.PeerAdmissionOptions.complete(),
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {

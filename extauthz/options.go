@@ -85,6 +85,8 @@ type Options struct {
 	VerifyOptions
 	// RevocationOptions: the revocation Watch listener (revocation_options.go).
 	RevocationOptions
+	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
+	PeerAdmissionOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -115,7 +117,8 @@ func DefaultOptions() Options {
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
 		},
-		RevocationOptions: DefaultRevocationOptions(),
+		RevocationOptions:    DefaultRevocationOptions(),
+		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
 	}
 }
 
@@ -145,6 +148,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)
 	o.RevocationOptions.AddFlags(fs)
+	o.PeerAdmissionOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -208,7 +212,8 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate()} {
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
+		o.PeerAdmissionOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -49,6 +49,9 @@ type Clients struct {
 	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
 	// nil records none.
 	Events EventsClient
+	// Admission reads the WireKubePeer admission policy and its binding
+	// (kubernetes.Interface.AdmissionregistrationV1()); nil: not watched.
+	Admission AdmissionClient
 }
 
 // NewClients derives the narrow Clients from a clientset and a dynamic
@@ -58,8 +61,10 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
 		c.Keys = RESTFetch(rc)
 	}
+	c.Admission = kube.AdmissionregistrationV1()
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
 		c.Core = coreNoWatchList{c.Core}
+		c.Admission = admissionNoWatchList{c.Admission}
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
 		c.Peers = peersNoWatchList{c.Peers}
@@ -79,6 +84,10 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		return err
 	}
 	events, err := peerEvents(cfg, c, in, reg, log)
+	if err != nil {
+		return err
+	}
+	admission, err := NewPeerAdmissionWatch(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
 	if err != nil {
 		return err
 	}
@@ -110,6 +119,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	in.Start(gctx)
 	defer in.Shutdown()
 	g.Go(func() error { return authz.RunKeys(gctx) })
+	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
 	if events != nil {
 		g.Go(func() error { events.Run(gctx); return nil })
 	}

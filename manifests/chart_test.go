@@ -50,6 +50,7 @@ var chartValueSets = map[string][]string{
 	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
 	"revocation-off":      {"--set", "bridge.revocationAddr="},
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
+	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
 	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},
@@ -78,6 +79,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"envoy memory below its heap":    {"--set", "bridge.maxSessions=40000"},
 		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
 		"helm test without a public key": {"--set", "helmTest.peer=node-a"},
+		"unknown peerAdmission.install":  {"--set", "peerAdmission.install=yes"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
@@ -165,9 +167,10 @@ func sameObjects(t *testing.T, chart, kust []*unstructured.Unstructured) {
 }
 
 // TestChartMatchesBase: with default values the chart renders the objects
-// of manifests/base.
+// of manifests/base, plus the WireKubePeer admission policy of
+// components/peer-admission (examples/peer-admission is both).
 func TestChartMatchesBase(t *testing.T) {
-	sameObjects(t, renderChart(t).objs, renderDir(t, "base").objs)
+	sameObjects(t, renderChart(t).objs, renderDir(t, "examples/peer-admission").objs)
 	if t.Failed() {
 		t.Log("manifests/base and charts/wirekube-relay-ws must stay equal: a change to one (a flag, a port, a " +
 			"label) goes into the other's templates or values.yaml defaults in the same commit")
@@ -183,7 +186,7 @@ func TestChartFrontNoneMatchesComponent(t *testing.T) {
 			kust = append(kust, o)
 		}
 	}
-	sameObjects(t, renderChart(t, chartValueSets["front-none"]...).objs, kust)
+	sameObjects(t, withoutPeerAdmission(renderChart(t, chartValueSets["front-none"]...).objs), kust)
 }
 
 // TestChartMonitoringMatchesExample: the chart's PodMonitor and

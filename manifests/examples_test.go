@@ -32,6 +32,7 @@ func exampleChecks() map[string]func(t *testing.T, r *rendered) {
 		"istio":               checkIstio,
 		"mesh-external":       func(t *testing.T, r *rendered) { checkMesh(t, r, "external") },
 		"mesh-managed":        func(t *testing.T, r *rendered) { checkMesh(t, r, "managed") },
+		"peer-admission":      checkPeerAdmissionExample,
 		"peer-serviceaccount": checkPeerServiceAccount,
 		"prometheus":          checkPodMonitor,
 		"relay-lockdown":      func(t *testing.T, r *rendered) { checkFlows(t, r, netpol.Shape{}) },

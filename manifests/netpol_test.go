@@ -74,7 +74,8 @@ func TestNetworkPolicyFlowsWithoutEnvoy(t *testing.T) {
 // left the without-envoy bridge open to every Pod).
 func TestEveryNamespacedObjectHasANamespace(t *testing.T) {
 	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "WireKubeMesh": true,
-		"WireKubePeer": true, "CustomResourceDefinition": true, "Namespace": true}
+		"WireKubePeer": true, "CustomResourceDefinition": true, "Namespace": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, dir := range render.Dirs() {
 		r := renderDir(t, dir)
 		for _, o := range r.objs {

@@ -161,6 +161,10 @@ func checkRBAC(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	wantCluster := []grant{
 		{"authentication.k8s.io", "tokenreviews", "create"},
 		{"wirekube.io", "wirekubepeers", "get,list,watch"},
+		// Whether the WireKubePeer admission policy is in force (read only;
+		// extauthz lists the two objects by name).
+		{"admissionregistration.k8s.io", "validatingadmissionpolicies", "get,list,watch"},
+		{"admissionregistration.k8s.io", "validatingadmissionpolicybindings", "get,list,watch"},
 	}
 	if nodesUsed(t) {
 		wantCluster = append(wantCluster, grant{"", "nodes", "get,list,watch"})

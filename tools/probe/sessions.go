@@ -37,6 +37,7 @@ type SessionsOptions struct {
 	Namespace string
 	Selector  string // label selector of the gateway Pods
 	Port      string // the bridge's metrics port: a container port name or number
+	AuthzPort string // extauthz's metrics port (sessions_admission.go); empty: not read
 	Peer      string // only this WireKubePeer; empty: every peer
 	Output    string
 	Timeout   time.Duration // the whole gathering
@@ -49,6 +50,7 @@ func (o *SessionsOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Namespace, "n", "", "shorthand for --namespace")
 	fs.StringVar(&o.Selector, "selector", DefaultGatewaySelector, "label selector of the gateway Pods")
 	fs.StringVar(&o.Port, "port", DefaultBridgePort, "the bridge's --metrics-listen port in the Pod: a container port name or a number")
+	fs.StringVar(&o.AuthzPort, "authz-port", DefaultAuthzPort, "extauthz's --metrics-listen port in the Pod (name or number), read for the WireKubePeer admission policy state; empty: not read")
 	fs.StringVar(&o.Peer, "peer", "", "list only this WireKubePeer's sessions")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "limit for the whole gathering")
 	o.Output = output.Text
@@ -68,6 +70,9 @@ func (o *SessionsOptions) validate() error {
 	}
 	if _, err := strconv.Atoi(o.Port); err != nil && !validPortName(o.Port) {
 		errs = append(errs, fmt.Errorf("--port: want a container port name or number, got %q", o.Port))
+	}
+	if _, err := strconv.Atoi(o.AuthzPort); err != nil && o.AuthzPort != "" && !validPortName(o.AuthzPort) {
+		errs = append(errs, fmt.Errorf("--authz-port: want a container port name or number, got %q", o.AuthzPort))
 	}
 	if o.Peer != "" && !plain(o.Peer) {
 		errs = append(errs, fmt.Errorf("--peer: want a WireKubePeer name, got %q", o.Peer))
@@ -150,6 +155,9 @@ type PodSessions struct {
 	Live     int                    `json:"live"`
 	Sessions []contract.SessionInfo `json:"sessions"`
 	Error    string                 `json:"error,omitempty"`
+	// PeerAdmission is the Pod's extauthz view of the WireKubePeer
+	// admission policy (contract.PeerAdmissionStates); empty: not read.
+	PeerAdmission contract.PeerAdmissionState `json:"peerAdmission,omitempty"`
 }
 
 func (r *SessionsReport) failedPods() int {
@@ -184,6 +192,9 @@ func (r *SessionsReport) WriteText(w io.Writer) error {
 			continue
 		}
 		listed++
+	}
+	if err := r.writeAdmission(w); err != nil {
+		return err
 	}
 	_, err := fmt.Fprintf(w, "%d sessions on %d of %d gateway Pods (namespace %s, selector %s)\n",
 		r.Sessions, listed, len(r.Pods), safe(r.Namespace), safe(r.Selector))

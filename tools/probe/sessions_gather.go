@@ -37,6 +37,7 @@ type SessionsGatherer struct {
 	Namespace string
 	Selector  string
 	Port      string
+	AuthzPort string
 	Peer      string
 }
 
@@ -57,7 +58,7 @@ func newKubeGatherer(o SessionsOptions) (*SessionsGatherer, error) {
 		}
 	}
 	return &SessionsGatherer{Pods: cs.CoreV1().Pods(ns), Proxy: cs.CoreV1().RESTClient(),
-		Namespace: ns, Selector: o.Selector, Port: o.Port, Peer: o.Peer}, nil
+		Namespace: ns, Selector: o.Selector, Port: o.Port, AuthzPort: o.AuthzPort, Peer: o.Peer}, nil
 }
 
 // Gather lists every matching Pod's sessions. The error is for the Pod
@@ -74,6 +75,9 @@ func (g *SessionsGatherer) Gather(ctx context.Context) (*SessionsReport, error) 
 		ps, err := g.podSessions(ctx, &pods.Items[i])
 		if err != nil {
 			return nil, err
+		}
+		if ps.Error == "" {
+			ps.PeerAdmission = g.podAdmission(ctx, &pods.Items[i])
 		}
 		rep.Sessions += len(ps.Sessions)
 		rep.Pods = append(rep.Pods, ps)

@@ -68,6 +68,7 @@ func Dirs() []string {
 		"examples/istio",
 		"examples/mesh-external",
 		"examples/mesh-managed",
+		"examples/peer-admission",
 		"examples/peer-serviceaccount",
 		"examples/prometheus",
 		"examples/relay-lockdown",

@@ -1,0 +1,71 @@
+package extauthz
+
+import (
+	"slices"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
+
+// This file decides whether the WireKubePeer admission policy
+// (docs/revocation.md#admission) is in force; admissionwatch.go watches the
+// two objects and reports the answer. The answer is information for the
+// operator: no check ever depends on it (a missing policy must not break a
+// running install).
+
+// judgePeerAdmission is the state of the policy named policyName and its
+// binding (nil: not found). The first failing condition decides, in the
+// order of contract.PeerAdmissionStates.
+func judgePeerAdmission(policyName string, p *admissionv1.ValidatingAdmissionPolicy,
+	b *admissionv1.ValidatingAdmissionPolicyBinding) contract.PeerAdmissionState {
+	switch {
+	case p == nil:
+		return contract.PeerAdmissionPolicyMissing
+	case b == nil:
+		return contract.PeerAdmissionBindingMissing
+	case b.Spec.PolicyName != policyName:
+		return contract.PeerAdmissionBindingOtherPolicy
+	case !slices.Contains(b.Spec.ValidationActions, admissionv1.Deny):
+		return contract.PeerAdmissionNotDeny
+	case p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionv1.Ignore:
+		return contract.PeerAdmissionFailOpen // nil is Fail, the API default
+	case !matchesPeerWrites(p.Spec.MatchConstraints):
+		return contract.PeerAdmissionNoPeerRule
+	case p.Status.TypeChecking != nil && len(p.Status.TypeChecking.ExpressionWarnings) > 0:
+		return contract.PeerAdmissionTypeWarnings
+	}
+	return contract.PeerAdmissionInForce
+}
+
+// matchesPeerWrites reports whether the policy's constraints match CREATE
+// and UPDATE of wirekube.io wirekubepeers (wildcards count) and exclude
+// neither. It does not judge the expressions: an operator's equivalent
+// policy is trusted to say what the shipped one says.
+func matchesPeerWrites(m *admissionv1.MatchResources) bool {
+	if m == nil {
+		return false
+	}
+	for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update} {
+		if !rulesMatch(m.ResourceRules, op) || rulesMatch(m.ExcludeResourceRules, op) {
+			return false
+		}
+	}
+	return true
+}
+
+func rulesMatch(rules []admissionv1.NamedRuleWithOperations, op admissionv1.OperationType) bool {
+	for _, r := range rules {
+		if (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, "*")) &&
+			anyOf(r.APIGroups, PeerGVR.Group) && anyOf(r.Resources, PeerGVR.Resource) &&
+			(slices.Contains(r.Operations, op) || slices.Contains(r.Operations, admissionv1.OperationAll)) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyOf reports whether list holds want or the wildcard.
+func anyOf(list []string, want string) bool {
+	return slices.Contains(list, want) || slices.Contains(list, "*")
+}
