@@ -12,7 +12,8 @@ import (
 // by its Helm chart in wirekube-system (labels and ports as the chart
 // fixtures in manifests/testdata/wirekube-chart, which a test keeps equal
 // to these), this gateway beside it, a Prometheus, other
-// workloads, nodes on 10.0.0.0/24 and the internet.
+// workloads, nodes on 10.0.0.0/24 (node-a runs relay-pod-a, node-b
+// relay-pod-b, node-c no relay) and the internet.
 var (
 	relayPorts = []corev1.ContainerPort{
 		{Name: "control", ContainerPort: 3478, Protocol: corev1.ProtocolTCP},
@@ -32,16 +33,20 @@ var (
 	}
 
 	RelayPod = Endpoint{Name: "relay-pod-a", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.10"),
-		Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
+		Node: "node-a", Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
 	RelayPod2 = Endpoint{Name: "relay-pod-b", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.2.10"),
-		Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
-	GatewayPod = Endpoint{Name: "our-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.20"),
+		Node: "node-b", Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
+	// AgentOnRelayNode is the agent of relay-pod-a's node: NetworkPolicy
+	// never restricts traffic between a Pod and its own node.
+	AgentOnRelayNode = Endpoint{Name: "agent-on-relay-node", Namespace: "wirekube-system", HostNetwork: true,
+		IP: netip.MustParseAddr("10.0.0.1"), Node: "node-a", Labels: chartLabels("wirekube-agent", "")}
+	GatewayPod = Endpoint{Name: "our-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.20"), Node: "node-a",
 		Labels: map[string]string{"app.kubernetes.io/name": "wirekube-relay-gateway",
 			"app.kubernetes.io/component": "gateway", "app.kubernetes.io/part-of": "wirekube"}}
 	ChartGatewayPod = Endpoint{Name: "chart-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.30"),
 		Labels: chartLabels("wirekube-relay-ws", "relay")}
 	AgentHostNetwork = Endpoint{Name: "agent-hostnetwork", Namespace: "wirekube-system", HostNetwork: true,
-		IP: netip.MustParseAddr("10.0.0.5"), Labels: chartLabels("wirekube-agent", "")}
+		IP: netip.MustParseAddr("10.0.0.5"), Node: "node-c", Labels: chartLabels("wirekube-agent", "")}
 	AgentOnPodNetwork = Endpoint{Name: "agent-labelled-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.40"),
 		Labels: chartLabels("wirekube-agent", "")}
 	OtherPod = Endpoint{Name: "pod-in-default", Namespace: "default", IP: netip.MustParseAddr("10.244.3.10"),
@@ -94,6 +99,8 @@ func GatewayFlows(s Shape) []Case {
 		{tcpFlow(OtherPod, RelayPod, 3478), false, "no workload reaches the unauthenticated control port"},
 		{tcpFlow(Internet, RelayPod, 3478), false, "nor the internet (a LoadBalancer keeping client addresses)"},
 		{tcpFlow(AgentHostNetwork, RelayPod, 3478), s.Migration, "agents on transport tcp, only while migrating"},
+		{tcpFlow(AgentOnRelayNode, RelayPod, 3478), true, "the relay Pod's own node: no NetworkPolicy restricts it, lock-down or not"},
+		{tcpFlow(AgentOnRelayNode, RelayPod2, 3478), s.Migration, "the same agent to a relay Pod on another node is cut like any other"},
 		{tcpFlow(RelayPod, RelayPod2, 3479), true, "relay-to-relay cluster traffic"},
 		{tcpFlow(RelayPod2, RelayPod, 3479), true, "relay-to-relay cluster traffic, other way"},
 		{tcpFlow(GatewayPod, RelayPod, 3479), false, "the cluster port is for relays only"},
