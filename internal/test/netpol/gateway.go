@@ -59,10 +59,6 @@ var (
 	Internet = Endpoint{Name: "internet-client", IP: netip.MustParseAddr("203.0.113.7")}
 )
 
-// MigrationNodeCIDR is the node subnet of the model cluster: the value a
-// migration sets for agents still on transport tcp.
-const MigrationNodeCIDR = "10.0.0.0/24"
-
 // Case is one flow and whether the rendered policies must allow it.
 type Case struct {
 	Flow  Flow
@@ -72,8 +68,6 @@ type Case struct {
 
 // Shape selects which of our policies a rendering holds.
 type Shape struct {
-	// Migration: the relay policy admits MigrationNodeCIDR to TCP 3478.
-	Migration bool
 	// WithoutEnvoy: the gateway Pods serve the bridge and extauthz on the
 	// Pod address behind a policy (components/without-envoy, front none).
 	WithoutEnvoy bool
@@ -98,14 +92,14 @@ func GatewayFlows(s Shape) []Case {
 		{tcpFlow(AgentOnPodNetwork, RelayPod, 3478), false, "a Pod, even one labelled as the agent, must go through the gateway"},
 		{tcpFlow(OtherPod, RelayPod, 3478), false, "no workload reaches the unauthenticated control port"},
 		{tcpFlow(Internet, RelayPod, 3478), false, "nor the internet (a LoadBalancer keeping client addresses)"},
-		{tcpFlow(AgentHostNetwork, RelayPod, 3478), s.Migration, "agents on transport tcp, only while migrating"},
+		{tcpFlow(AgentHostNetwork, RelayPod, 3478), false, "an agent still on transport tcp on another node is cut (no address rule can admit it safely)"},
 		{tcpFlow(AgentOnRelayNode, RelayPod, 3478), true, "the relay Pod's own node: no NetworkPolicy restricts it, lock-down or not"},
-		{tcpFlow(AgentOnRelayNode, RelayPod2, 3478), s.Migration, "the same agent to a relay Pod on another node is cut like any other"},
+		{tcpFlow(AgentOnRelayNode, RelayPod2, 3478), false, "the same agent to a relay Pod on another node is cut like any other"},
 		{tcpFlow(RelayPod, RelayPod2, 3479), true, "relay-to-relay cluster traffic"},
 		{tcpFlow(RelayPod2, RelayPod, 3479), true, "relay-to-relay cluster traffic, other way"},
 		{tcpFlow(GatewayPod, RelayPod, 3479), false, "the cluster port is for relays only"},
 		{tcpFlow(OtherPod, RelayPod, 3479), false, "the cluster port is for relays only"},
-		{tcpFlow(AgentHostNetwork, RelayPod, 3479), false, "the cluster port is for relays only, migration or not"},
+		{tcpFlow(AgentHostNetwork, RelayPod, 3479), false, "the cluster port is for relays only"},
 		{Flow{From: Internet, To: RelayPod, Protocol: corev1.ProtocolUDP, Port: 3478}, true, "NAT probes, external WireGuard peers"},
 		{Flow{From: AgentHostNetwork, To: RelayPod, Protocol: corev1.ProtocolUDP, Port: 3478}, true, "NAT probes from agents"},
 		{tcpFlow(PrometheusPod, RelayPod, 9090), true, "scraping the relay keeps working (any port but 3478/3479)"},
