@@ -30,7 +30,6 @@ var chartValueSets = map[string][]string{
 	"default":            nil,
 	"front-none":         {"--set", "front=none"},
 	"front-none-enforce": {"--set", "front=none,networkPolicy.mode=enforce"},
-	"migration":          {"--set", "networkPolicy.mode=migrate,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
 	"enforce":            {"--set", "networkPolicy.mode=enforce"},
 	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true," +
 		"monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},

@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/stack"
@@ -71,7 +72,32 @@ func (e *env) testSessionListing(t *testing.T, f front) {
 	if rep = e.probeSessions(t, selector, "--peer", b.peer); rep.Sessions != 0 {
 		t.Fatalf("after b closed, --peer %s: %+v, want none", b.peer, rep)
 	}
+	e.checkEveryPeer(t, selector, a.peer, b.peer)
 	alive(t, ca, a.key)
+}
+
+// checkEveryPeer: with both peers labelled as WireKube's agent labels its
+// own (wirekube.io/node), `sessions --every-peer` lists them through the
+// real API server and names without (b, closed) but not with (a, live):
+// exit 11. Peers of other fronts may be named too; these two decide.
+func (e *env) checkEveryPeer(t *testing.T, selector, with, without string) {
+	t.Helper()
+	for _, p := range []string{with, without} {
+		patch := []byte(`{"metadata":{"labels":{"wirekube.io/node":"` + p + `"}}}`)
+		_, err := e.cluster.Dynamic.Resource(stack.PeerGVR).Patch(context.Background(), p, types.MergePatchType, patch, metav1.PatchOptions{})
+		fatalIf(t, err)
+	}
+	var out, errOut strings.Builder
+	err := probe.Command(context.Background(), []string{"sessions", "--kubeconfig", e.cluster.AdminKubeconfig, "-n", stack.Namespace,
+		"--selector", selector, "-o", "json", "--every-peer"}, &out, &errOut)
+	var rep probe.SessionsReport
+	if code := probe.ExitCode(err); code != probe.ExitPeersWithoutSession || json.Unmarshal([]byte(out.String()), &rep) != nil || rep.EveryPeer == nil {
+		t.Fatalf("--every-peer: exit %d (%v), want 11\n%s\n%s", code, err, errOut.String(), out.String())
+	}
+	missing := rep.EveryPeer.WithoutSession
+	if !slices.Contains(missing, without) || slices.Contains(missing, with) || rep.EveryPeer.AgentPeers < 2 {
+		t.Fatalf("--every-peer: %d agent peers, without a session %q; want %s named and %s not", rep.EveryPeer.AgentPeers, missing, without, with)
+	}
 }
 
 // fingerprint is the first 8 hex digits of the key's SHA-256.

@@ -3,6 +3,7 @@ package manifests
 import (
 	"flag"
 	"github.com/wirekube/relay-ws/internal/test/render"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,7 +42,6 @@ var chartValueSets = map[string][]string{
 	"default":             nil,
 	"front-none":          {"--set", "front=none"},
 	"front-none-enforce":  {"--set", "front=none,networkPolicy.mode=enforce"},
-	"migration":           {"--set", "networkPolicy.mode=migrate,networkPolicy.migrationNodeCIDRs={" + netpol.MigrationNodeCIDR + "}"},
 	"enforce":             {"--set", "networkPolicy.mode=enforce"},
 	"monitoring":          {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
 	"plaintext":           {"--set", "envoy.config=envoy-plaintext.yaml"},
@@ -72,9 +72,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 	for name, extra := range map[string][]string{
 		"unknown front":                  {"--set", "front=nginx"},
 		"no replicas":                    {"--set", "replicas=0"},
-		"migrate without node CIDRs":     {"--set", "networkPolicy.mode=migrate"},
-		"enforce with node CIDRs":        {"--set", "networkPolicy.mode=enforce,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
-		"node CIDRs while off":           {"--set", "networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+		"removed mode migrate":           {"--set", "networkPolicy.mode=migrate"},
+		"removed migrationNodeCIDRs":     {"--set", "networkPolicy.mode=enforce,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
 		"removed networkPolicy.enabled":  {"--set", "networkPolicy.enabled=true"},
 		"envoy memory below its heap":    {"--set", "bridge.maxSessions=40000"},
 		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
@@ -201,7 +200,6 @@ func TestChartMonitoringMatchesExample(t *testing.T) {
 func TestChartNetworkPolicyFlows(t *testing.T) {
 	for name, s := range map[string]netpol.Shape{
 		"default":            {RelayOpen: true},
-		"migration":          {Migration: true},
 		"enforce":            {},
 		"front-none":         {WithoutEnvoy: true, RelayOpen: true},
 		"front-none-enforce": {WithoutEnvoy: true},
@@ -297,15 +295,40 @@ func checkProbeCommands(t *testing.T, notes string) {
 	o := probe.DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-relay-probe", flag.ContinueOnError)
 	o.AddFlags(fs)
+	sessionsFlags := sessionsFlagNames(t)
 	// A command continues on the next line after a trailing backslash.
 	cmds := regexp.MustCompile(`wirekube-relay-probe (?:[^\n\\]|\\\n)*`).FindAllString(notes, -1)
-	mustf(t, len(cmds) >= 2, "want the node and the token probe commands, got %q", cmds)
+	probes := 0
 	for _, c := range cmds {
+		flags := regexp.MustCompile(`\s--?([a-z-]+)`).FindAllStringSubmatch(c, -1)
+		if strings.HasPrefix(c, "wirekube-relay-probe sessions ") {
+			for _, f := range flags {
+				mustf(t, sessionsFlags[f[1]], "sessions command uses -%s, which wirekube-relay-probe sessions does not define", f[1])
+			}
+			continue
+		}
+		probes++
 		mustf(t, strings.Contains(c, "--url wss://relay.test.example/relay"), "probe command without the relay URL: %q", c)
-		for _, f := range regexp.MustCompile(`\s--([a-z-]+)`).FindAllStringSubmatch(c, -1) {
+		for _, f := range flags {
 			mustf(t, fs.Lookup(f[1]) != nil, "probe command uses --%s, which the probe does not define", f[1])
 		}
 	}
+	mustf(t, probes >= 2, "want the node and the token probe commands, got %q", cmds)
+}
+
+// sessionsFlagNames are the flags wirekube-relay-probe sessions -h lists.
+func sessionsFlagNames(t *testing.T) map[string]bool {
+	t.Helper()
+	var help strings.Builder
+	if err := probe.Command(t.Context(), []string{"sessions", "-h"}, io.Discard, &help); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z-]+)`).FindAllStringSubmatch(help.String(), -1) {
+		names[m[1]] = true
+	}
+	mustf(t, names["namespace"] && names["n"], "no flags parsed from sessions -h:\n%s", help.String())
+	return names
 }
 
 // TestAlertRunbooks: every alert links its row in docs/monitoring.md, keeps

@@ -18,7 +18,6 @@ import (
 	"github.com/wirekube/relay-ws/bridge"
 	"github.com/wirekube/relay-ws/extauthz"
 	"github.com/wirekube/relay-ws/internal/cli"
-	"github.com/wirekube/relay-ws/internal/test/netpol"
 	"github.com/wirekube/relay-ws/internal/test/render"
 	"github.com/wirekube/relay-ws/internal/version"
 	"github.com/wirekube/relay-ws/tools/probe"
@@ -220,9 +219,8 @@ func TestChartSchemaCoversValues(t *testing.T) {
 // and what one replica costs.
 func TestChartNotesStage(t *testing.T) {
 	for name, want := range map[string][]string{
-		"default":        {"networkPolicy.mode=off", "agents still on transport tcp keep reaching the raw relay"},
-		"migration":      {"networkPolicy.mode=migrate", netpol.MigrationNodeCIDR, "policy-cidr-match-mode: nodes"},
-		"enforce":        {"networkPolicy.mode=enforce", "cut off the relay until it restarts"},
+		"default":        {"networkPolicy.mode=off", "agents still on transport tcp keep reaching the raw relay", "sessions -n wirekube-system --every-peer"},
+		"enforce":        {"networkPolicy.mode=enforce", "Anything on a relay Pod's node"},
 		"single-replica": {"ONE REPLICA", "no PodDisruptionBudget"},
 		"helm-test":      {"helm test wirekube-relay-gateway"},
 	} {

@@ -31,9 +31,9 @@ func chartFixture(t *testing.T, shape string) *rendered {
 // chart that does not create one (mesh.create: false).
 func ours(t *testing.T, shape string) []*rendered {
 	t.Helper()
-	out := []*rendered{renderDir(t, "base"), renderDir(t, "examples/tcp-migration"), renderDir(t, "examples/ingress-nginx"),
+	out := []*rendered{renderDir(t, "base"), renderDir(t, "examples/relay-lockdown"), renderDir(t, "examples/ingress-nginx"),
 		renderDir(t, "examples/prometheus")}
-	for _, name := range []string{"default", "front-none", "migration", "monitoring"} {
+	for _, name := range []string{"default", "front-none", "enforce", "monitoring"} {
 		out = append(out, renderChart(t, chartValueSets[name]...))
 	}
 	if shape == "mesh-unmanaged" {

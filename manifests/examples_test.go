@@ -36,7 +36,6 @@ func exampleChecks() map[string]func(t *testing.T, r *rendered) {
 		"peer-serviceaccount": checkPeerServiceAccount,
 		"prometheus":          checkPodMonitor,
 		"relay-lockdown":      func(t *testing.T, r *rendered) { checkFlows(t, r, netpol.Shape{}) },
-		"tcp-migration":       checkTCPMigration,
 	}
 }
 

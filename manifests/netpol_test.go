@@ -41,17 +41,12 @@ func checkRelayPolicy(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	checkFlows(t, r, netpol.Shape{RelayOpen: true})
 }
 
-func checkTCPMigration(t *testing.T, r *rendered) {
-	checkFlows(t, r, netpol.Shape{Migration: true})
-}
-
 // TestRelayLockdownStages: the kustomize stages of the relay lock-down. The
 // base must not cut agents on transport tcp (hostNetwork, node addresses):
 // the lock-down is a component added on purpose.
 func TestRelayLockdownStages(t *testing.T) {
 	for dir, s := range map[string]netpol.Shape{
 		"base":                    {RelayOpen: true},
-		"examples/tcp-migration":  {Migration: true},
 		"examples/relay-lockdown": {},
 	} {
 		t.Run(dir, func(t *testing.T) { checkFlows(t, renderDir(t, dir), s) })

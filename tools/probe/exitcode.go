@@ -19,6 +19,9 @@ const (
 	ExitClosed      = 8  // connection closed after the upgrade (close frame or lost)
 	ExitEchoTimeout = 9  // no echo came back through the relay within --timeout
 	ExitRejected    = 10 // upgrade failed otherwise (400, 404, 405, 502, no answer)
+	// ExitPeersWithoutSession: sessions --every-peer found an agent
+	// WireKubePeer with no live session through the gateway.
+	ExitPeersWithoutSession = 11
 )
 
 // ExitError carries the exit code a failed probe maps to. The message is
@@ -71,6 +74,8 @@ func exitClass(code int) string {
 		return "echo_timeout"
 	case ExitRejected:
 		return "rejected"
+	case ExitPeersWithoutSession:
+		return "peers_without_session"
 	default:
 		return "internal"
 	}

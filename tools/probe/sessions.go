@@ -39,6 +39,9 @@ type SessionsOptions struct {
 	Port      string // the bridge's metrics port: a container port name or number
 	AuthzPort string // extauthz's metrics port (sessions_admission.go); empty: not read
 	Peer      string // only this WireKubePeer; empty: every peer
+	// EveryPeer also lists the agent WireKubePeers and fails (exit 11)
+	// while one of them holds no live session: the lock-down evidence.
+	EveryPeer bool
 	Output    string
 	Timeout   time.Duration // the whole gathering
 }
@@ -52,6 +55,7 @@ func (o *SessionsOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Port, "port", DefaultBridgePort, "the bridge's --metrics-listen port in the Pod: a container port name or a number")
 	fs.StringVar(&o.AuthzPort, "authz-port", DefaultAuthzPort, "extauthz's --metrics-listen port in the Pod (name or number), read for the WireKubePeer admission policy state; empty: not read")
 	fs.StringVar(&o.Peer, "peer", "", "list only this WireKubePeer's sessions")
+	fs.BoolVar(&o.EveryPeer, "every-peer", false, "also list the agents' WireKubePeers (label "+agentPeerLabel+") and exit 11 while one holds no live session")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "limit for the whole gathering")
 	o.Output = output.Text
 	output.AddFlag(fs, &o.Output)
@@ -76,6 +80,9 @@ func (o *SessionsOptions) validate() error {
 	}
 	if o.Peer != "" && !plain(o.Peer) {
 		errs = append(errs, fmt.Errorf("--peer: want a WireKubePeer name, got %q", o.Peer))
+	}
+	if o.Peer != "" && o.EveryPeer {
+		errs = append(errs, errors.New("--every-peer: compares every peer's sessions; drop --peer"))
 	}
 	if len(errs) > 0 {
 		return &ExitError{Code: ExitUsage, Err: errors.Join(errs...)}
@@ -131,11 +138,30 @@ func sessionsCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
+	if o.EveryPeer {
+		// After the sessions: a peer created meanwhile counts as without
+		// a session, never the other way round.
+		peers, err := g.agentPeers(ctx)
+		if err != nil {
+			return err
+		}
+		rep.EveryPeer = coverage(peers, rep)
+	}
 	if err := output.Write(stdout, o.Output, rep, rep.WriteText); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if failed := rep.failedPods(); failed > 0 || len(rep.Pods) == 0 {
-		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("sessions: %d of %d gateway Pods listed", len(rep.Pods)-failed, len(rep.Pods))}
+	return rep.verdict()
+}
+
+// verdict is the exit of a written report: a Pod not listed first (the
+// evidence is incomplete), then a peer without a session.
+func (r *SessionsReport) verdict() error {
+	if failed := r.failedPods(); failed > 0 || len(r.Pods) == 0 {
+		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("sessions: %d of %d gateway Pods listed", len(r.Pods)-failed, len(r.Pods))}
+	}
+	if c := r.EveryPeer; c != nil && len(c.WithoutSession) > 0 {
+		return &ExitError{Code: ExitPeersWithoutSession, Err: fmt.Errorf("sessions: %d of %d agent WireKubePeers hold no live session",
+			len(c.WithoutSession), c.AgentPeers)}
 	}
 	return nil
 }
@@ -147,6 +173,8 @@ type SessionsReport struct {
 	// Sessions is the number of sessions listed, over every Pod.
 	Sessions int           `json:"sessions"`
 	Pods     []PodSessions `json:"pods"`
+	// EveryPeer is set with --every-peer.
+	EveryPeer *PeerCoverage `json:"every_peer,omitempty"`
 }
 
 // PodSessions is one gateway Pod's listing, or why it has none.
@@ -196,9 +224,11 @@ func (r *SessionsReport) WriteText(w io.Writer) error {
 	if err := r.writeAdmission(w); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d sessions on %d of %d gateway Pods (namespace %s, selector %s)\n",
-		r.Sessions, listed, len(r.Pods), safe(r.Namespace), safe(r.Selector))
-	return err
+	if _, err := fmt.Fprintf(w, "%d sessions on %d of %d gateway Pods (namespace %s, selector %s)\n",
+		r.Sessions, listed, len(r.Pods), safe(r.Namespace), safe(r.Selector)); err != nil || r.EveryPeer == nil {
+		return err
+	}
+	return r.EveryPeer.writeText(w)
 }
 
 // plain reports a non-empty string of printable characters without

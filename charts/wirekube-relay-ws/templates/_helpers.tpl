@@ -96,18 +96,14 @@ never below 384 MiB) and must fit under the container's memory limit. */}}
 {{- fail "replicas: must be at least 1" -}}
 {{- end -}}
 {{- if hasKey .Values.networkPolicy "enabled" -}}
-{{- fail "networkPolicy.enabled is gone: set networkPolicy.mode (off, migrate or enforce; docs/upgrading.md)" -}}
+{{- fail "networkPolicy.enabled is gone: set networkPolicy.mode (off or enforce; docs/upgrading.md)" -}}
 {{- end -}}
 {{- $mode := include "gw.policyMode" . -}}
-{{- $cidrs := .Values.networkPolicy.migrationNodeCIDRs -}}
-{{- if and (eq $mode "migrate") (not $cidrs) -}}
-{{- fail "networkPolicy.mode=migrate needs networkPolicy.migrationNodeCIDRs (the node CIDRs of agents on transport tcp): without them it cuts every such agent off the relay" -}}
+{{- if eq $mode "migrate" -}}
+{{- fail "networkPolicy.mode=migrate is gone: agents on transport tcp reach the relay through its LoadBalancer from node, LB or client addresses, so no CIDR tells them from strangers. Keep mode off until wirekube-relay-probe sessions --every-peer exits 0, then set enforce (docs/alongside-chart.md#lock-down)" -}}
 {{- end -}}
-{{- if and (eq $mode "enforce") $cidrs -}}
-{{- fail "networkPolicy.mode=enforce admits no node CIDRs: empty networkPolicy.migrationNodeCIDRs once every agent uses wss, or stay on mode migrate" -}}
-{{- end -}}
-{{- if and (eq $mode "off") $cidrs -}}
-{{- fail "networkPolicy.migrationNodeCIDRs is set but networkPolicy.mode is off: set mode migrate to apply them" -}}
+{{- if .Values.networkPolicy.migrationNodeCIDRs -}}
+{{- fail "networkPolicy.migrationNodeCIDRs is gone with mode migrate: remove it (docs/upgrading.md, NetworkPolicy)" -}}
 {{- end -}}
 {{- if eq .Values.front "envoy" -}}
 {{- $l := include "gw.envoyLimits" . | fromJson -}}

@@ -12,7 +12,8 @@ import (
 // by its Helm chart in wirekube-system (labels and ports as the chart
 // fixtures in manifests/testdata/wirekube-chart, which a test keeps equal
 // to these), this gateway beside it, a Prometheus, other
-// workloads, nodes on 10.0.0.0/24 and the internet.
+// workloads, nodes on 10.0.0.0/24 (node-a runs relay-pod-a, node-b
+// relay-pod-b, node-c no relay) and the internet.
 var (
 	relayPorts = []corev1.ContainerPort{
 		{Name: "control", ContainerPort: 3478, Protocol: corev1.ProtocolTCP},
@@ -32,16 +33,20 @@ var (
 	}
 
 	RelayPod = Endpoint{Name: "relay-pod-a", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.10"),
-		Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
+		Node: "node-a", Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
 	RelayPod2 = Endpoint{Name: "relay-pod-b", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.2.10"),
-		Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
-	GatewayPod = Endpoint{Name: "our-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.20"),
+		Node: "node-b", Labels: chartLabels("wirekube-relay", "relay"), Ports: relayPorts}
+	// AgentOnRelayNode is the agent of relay-pod-a's node: NetworkPolicy
+	// never restricts traffic between a Pod and its own node.
+	AgentOnRelayNode = Endpoint{Name: "agent-on-relay-node", Namespace: "wirekube-system", HostNetwork: true,
+		IP: netip.MustParseAddr("10.0.0.1"), Node: "node-a", Labels: chartLabels("wirekube-agent", "")}
+	GatewayPod = Endpoint{Name: "our-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.20"), Node: "node-a",
 		Labels: map[string]string{"app.kubernetes.io/name": "wirekube-relay-gateway",
 			"app.kubernetes.io/component": "gateway", "app.kubernetes.io/part-of": "wirekube"}}
 	ChartGatewayPod = Endpoint{Name: "chart-gateway-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.30"),
 		Labels: chartLabels("wirekube-relay-ws", "relay")}
 	AgentHostNetwork = Endpoint{Name: "agent-hostnetwork", Namespace: "wirekube-system", HostNetwork: true,
-		IP: netip.MustParseAddr("10.0.0.5"), Labels: chartLabels("wirekube-agent", "")}
+		IP: netip.MustParseAddr("10.0.0.5"), Node: "node-c", Labels: chartLabels("wirekube-agent", "")}
 	AgentOnPodNetwork = Endpoint{Name: "agent-labelled-pod", Namespace: "wirekube-system", IP: netip.MustParseAddr("10.244.1.40"),
 		Labels: chartLabels("wirekube-agent", "")}
 	OtherPod = Endpoint{Name: "pod-in-default", Namespace: "default", IP: netip.MustParseAddr("10.244.3.10"),
@@ -54,10 +59,6 @@ var (
 	Internet = Endpoint{Name: "internet-client", IP: netip.MustParseAddr("203.0.113.7")}
 )
 
-// MigrationNodeCIDR is the node subnet of the model cluster: the value a
-// migration sets for agents still on transport tcp.
-const MigrationNodeCIDR = "10.0.0.0/24"
-
 // Case is one flow and whether the rendered policies must allow it.
 type Case struct {
 	Flow  Flow
@@ -67,8 +68,6 @@ type Case struct {
 
 // Shape selects which of our policies a rendering holds.
 type Shape struct {
-	// Migration: the relay policy admits MigrationNodeCIDR to TCP 3478.
-	Migration bool
 	// WithoutEnvoy: the gateway Pods serve the bridge and extauthz on the
 	// Pod address behind a policy (components/without-envoy, front none).
 	WithoutEnvoy bool
@@ -93,12 +92,14 @@ func GatewayFlows(s Shape) []Case {
 		{tcpFlow(AgentOnPodNetwork, RelayPod, 3478), false, "a Pod, even one labelled as the agent, must go through the gateway"},
 		{tcpFlow(OtherPod, RelayPod, 3478), false, "no workload reaches the unauthenticated control port"},
 		{tcpFlow(Internet, RelayPod, 3478), false, "nor the internet (a LoadBalancer keeping client addresses)"},
-		{tcpFlow(AgentHostNetwork, RelayPod, 3478), s.Migration, "agents on transport tcp, only while migrating"},
+		{tcpFlow(AgentHostNetwork, RelayPod, 3478), false, "an agent still on transport tcp on another node is cut (no address rule can admit it safely)"},
+		{tcpFlow(AgentOnRelayNode, RelayPod, 3478), true, "the relay Pod's own node: no NetworkPolicy restricts it, lock-down or not"},
+		{tcpFlow(AgentOnRelayNode, RelayPod2, 3478), false, "the same agent to a relay Pod on another node is cut like any other"},
 		{tcpFlow(RelayPod, RelayPod2, 3479), true, "relay-to-relay cluster traffic"},
 		{tcpFlow(RelayPod2, RelayPod, 3479), true, "relay-to-relay cluster traffic, other way"},
 		{tcpFlow(GatewayPod, RelayPod, 3479), false, "the cluster port is for relays only"},
 		{tcpFlow(OtherPod, RelayPod, 3479), false, "the cluster port is for relays only"},
-		{tcpFlow(AgentHostNetwork, RelayPod, 3479), false, "the cluster port is for relays only, migration or not"},
+		{tcpFlow(AgentHostNetwork, RelayPod, 3479), false, "the cluster port is for relays only"},
 		{Flow{From: Internet, To: RelayPod, Protocol: corev1.ProtocolUDP, Port: 3478}, true, "NAT probes, external WireGuard peers"},
 		{Flow{From: AgentHostNetwork, To: RelayPod, Protocol: corev1.ProtocolUDP, Port: 3478}, true, "NAT probes from agents"},
 		{tcpFlow(PrometheusPod, RelayPod, 9090), true, "scraping the relay keeps working (any port but 3478/3479)"},

@@ -19,6 +19,12 @@
 //   - A flow is allowed when the source's egress and the destination's
 //     ingress both allow it.
 //
+// One exception the API documents (the Kubernetes NetworkPolicy page, "IP
+// blocks"): traffic to and from the node where a Pod is running is always
+// allowed, whatever the policies say. A flow between a Pod and its own node
+// (the node's address, or a hostNetwork Pod on that node) is allowed in
+// both directions before any policy is read.
+//
 // What the API leaves to the network plugin is modelled the way common
 // plugins behave and named here: traffic from or to a hostNetwork Pod or a
 // node carries the node's address and is matched by ipBlock only, never by
@@ -50,6 +56,10 @@ type Endpoint struct {
 	// matched like its node's address.
 	HostNetwork bool
 	IP          netip.Addr
+	// Node is the node a Pod runs on, or the node an address outside the
+	// Pod network (a hostNetwork Pod, a node's own address) belongs to;
+	// empty for an address of no node (the internet).
+	Node string
 	// Ports are the Pod's container ports, for named ports in policies.
 	Ports []corev1.ContainerPort
 }
@@ -57,6 +67,12 @@ type Endpoint struct {
 // selectable reports whether selectors can match e (a Pod on the Pod
 // network).
 func (e Endpoint) selectable() bool { return e.Namespace != "" && !e.HostNetwork }
+
+// ownNode reports whether peer is the node pod runs on (its address or a
+// hostNetwork Pod there): NetworkPolicy always allows that traffic.
+func ownNode(pod, peer Endpoint) bool {
+	return !peer.selectable() && peer.Node != "" && peer.Node == pod.Node
+}
 
 func (e Endpoint) namespaceLabels() labels.Set {
 	set := labels.Set{}
@@ -97,6 +113,9 @@ func direction(policies []networkingv1.NetworkPolicy, f Flow, dir networkingv1.P
 	}
 	if !subject.selectable() {
 		return true, nil // policies select Pods on the Pod network only
+	}
+	if ownNode(subject, peer) {
+		return true, nil // no policy restricts a Pod's own node
 	}
 	isolated := false
 	for i := range policies {

@@ -44,7 +44,21 @@ var (
 	agent = Endpoint{Name: "hostnet-agent", Namespace: "prod", HostNetwork: true, IP: netip.MustParseAddr("10.0.0.5"),
 		Labels: map[string]string{"app": "api"}}
 	internet = Endpoint{Name: "internet", IP: netip.MustParseAddr("203.0.113.7")}
+
+	// web on node n1: its node's address, a hostNetwork Pod there, a Pod on
+	// the Pod network of the same node, and another node.
+	webOnN1   = onNode(web, "n1")
+	n1        = Endpoint{Name: "node-n1", IP: netip.MustParseAddr("10.0.0.1"), Node: "n1"}
+	hostnetN1 = Endpoint{Name: "hostnet-on-n1", Namespace: "prod", HostNetwork: true, IP: netip.MustParseAddr("10.0.0.1"), Node: "n1"}
+	apiOnN1   = onNode(api, "n1")
+	n2        = Endpoint{Name: "node-n2", IP: netip.MustParseAddr("10.0.0.2"), Node: "n2"}
+	hostnetN2 = Endpoint{Name: "hostnet-on-n2", Namespace: "prod", HostNetwork: true, IP: netip.MustParseAddr("10.0.0.2"), Node: "n2"}
 )
+
+func onNode(e Endpoint, node string) Endpoint {
+	e.Node = node
+	return e
+}
 
 func withPorts(e Endpoint) Endpoint {
 	e.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}}
@@ -120,6 +134,10 @@ func TestSemantics(t *testing.T) {
 		{"both directions must allow", selectWeb + "  policyTypes: [Ingress, Egress]\n  ingress:\n  - from: [{podSelector: {}}]\n" +
 			"---\nmetadata: {name: q, namespace: prod}\nspec:\n  podSelector: {matchLabels: {app: api}}\n  policyTypes: [Egress]\n",
 			nil, []Flow{tcp(api, web, 8080), tcp(web, web, 8080)}},
+		{"a Pod's own node is always allowed, both ways; other nodes and same-node Pods are not", selectWeb +
+			"  policyTypes: [Ingress, Egress]\n  ingress:\n  - from: [{ipBlock: {cidr: 192.0.2.0/24}}]\n  egress:\n  - to: [{ipBlock: {cidr: 192.0.2.0/24}}]\n",
+			[]Flow{tcp(n1, webOnN1, 8080), tcp(hostnetN1, webOnN1, 3478), tcp(webOnN1, n1, 10250), tcp(webOnN1, hostnetN1, 9100)},
+			[]Flow{tcp(n2, webOnN1, 8080), tcp(hostnetN2, webOnN1, 3478), tcp(apiOnN1, webOnN1, 8080), tcp(webOnN1, n2, 10250), tcp(internet, webOnN1, 8080)}},
 		{"hostNetwork destination is never isolated", "metadata: {name: p, namespace: prod}\nspec:\n  podSelector: {}\n",
 			[]Flow{tcp(internet, agent, 22)}, nil},
 	}

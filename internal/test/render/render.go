@@ -72,7 +72,6 @@ func Dirs() []string {
 		"examples/peer-serviceaccount",
 		"examples/prometheus",
 		"examples/relay-lockdown",
-		"examples/tcp-migration",
 	}
 	sort.Strings(dirs)
 	return dirs
