@@ -146,6 +146,13 @@ func (e *PeerEvents) Refused(d Decision) {
 		msg += " (key " + d.KeyFingerprint + ")"
 	}
 	e.record(e.refusals, d.Peer, d.Reason, corev1.EventTypeWarning, msg)
+	if d.Reason == contract.ReasonPeerKeyMoved && d.firstHolder != "" {
+		// The peer whose key it was: its node should know that another
+		// WireKubePeer now carries it.
+		e.record(e.refusals, d.firstHolder, d.Reason, corev1.EventTypeWarning,
+			"relay upgrade of another WireKubePeer refused: it holds a key this WireKubePeer held first (peer_key_moved) (key "+
+				d.KeyFingerprint+")")
+	}
 }
 
 // refusalEvent reports the deny reasons that record an Event: the peer's
@@ -156,7 +163,7 @@ func (e *PeerEvents) Refused(d Decision) {
 func refusalEvent(r contract.Reason) bool {
 	switch r {
 	case contract.ReasonPeerKeyDuplicate, contract.ReasonPeerKeyInvalid, contract.ReasonPeerNotFound,
-		contract.ReasonKeyHeldByOtherBinding:
+		contract.ReasonKeyHeldByOtherBinding, contract.ReasonPeerKeyMoved:
 		return true
 	}
 	return false
@@ -180,6 +187,8 @@ func reasonText(r contract.Reason) string {
 		text = "spec.publicKey is also the key of another WireKubePeer"
 	case contract.ReasonPeerKeyInvalid:
 		text = "spec.publicKey is not a WireGuard public key"
+	case contract.ReasonPeerKeyMoved:
+		text = "spec.publicKey was first held by another WireKubePeer, which still exists"
 	case contract.ReasonPeerNotFound:
 		text = "no WireKubePeer of this name"
 	case contract.ReasonKeyHeldByOtherBinding:
