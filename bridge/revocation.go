@@ -366,6 +366,8 @@ func revokedClose(r contract.Reason) *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.ClosePeerKeyChanged, nil)
 	case contract.ReasonPeerKeyDuplicate:
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyDuplicate, nil)
+	case contract.ReasonPeerKeyMoved:
+		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyMoved, nil)
 	case contract.CloseRevocationLimit:
 		return closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationLimit, nil)
 	}

@@ -79,6 +79,11 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 			return nil, fmt.Errorf("extauthz metrics: %w", err)
 		}
 	}
+	if h, ok := d.Objects.(interface{ KeyHistorySize() int }); ok {
+		if err := registerKeyHistoryMetric(d.Registry, h.KeyHistorySize); err != nil {
+			return nil, fmt.Errorf("extauthz metrics: %w", err)
+		}
+	}
 	o := &outage{gauge: m.reviewOutage.Set}
 	rv, err = newReviewer(d.Reviews, cfg, d.Now, m, o)
 	if err != nil {

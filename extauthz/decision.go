@@ -71,6 +71,13 @@ type Decision struct {
 	// verified claims (signature checked locally), for the log line only:
 	// the refusal is then traceable by node name (issue 22).
 	ClaimedNode string
+	// admissible: the verified claims name an identity some rule of the
+	// path could admit (the prefilter, prefilter.go). Only such a refusal
+	// may choose the object an Event is written on (issue 28).
+	admissible bool
+	// firstHolder is the WireKubePeer that first held the key of a
+	// peer_key_moved refusal (keyhistory.go): its Event goes there too.
+	firstHolder string
 	// binding is what X-WireKube-Binding holds, on a relay allow.
 	binding revocation.Binding
 }
@@ -156,6 +163,7 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		d := Decision{Reason: reason, Detail: detail}
 		if detail == verifyExpired && ver != nil {
 			d.ClaimedNode = claimedNode(ver.claims) // an expired token: whose node did not refresh it
+			d.admissible = a.admissible(ver.claims, kind)
 		}
 		return d
 	}

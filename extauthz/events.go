@@ -1,18 +1,15 @@
 package extauthz
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -72,18 +69,21 @@ type eventObjects interface {
 }
 
 // PeerEvents records Events on WireKubePeers. Revoked and Refused never
-// block and never fail; Run writes what they queued. Safe for concurrent
-// use.
+// block and never fail; Run writes what they queued. Revocations and
+// refusals go through two lanes, each with its own queue, spam filter and
+// writer (events_lanes.go): no number of refusals, which a client can
+// provoke, delays, drops or rate-limits the Event of a revocation, which only
+// an object change causes. Safe for concurrent use.
 type PeerEvents struct {
-	client  EventsClient
-	objects eventObjects
-	queue   chan *corev1.Event
-	corr    *record.EventCorrelator
-	clock   clock.PassiveClock
-	source  corev1.EventSource
-	results *prometheus.CounterVec
-	log     *slog.Logger
-	failing bool // owned by Run: a failure was logged and no write succeeded since
+	client      EventsClient
+	objects     eventObjects
+	clock       clock.PassiveClock
+	source      corev1.EventSource
+	results     *prometheus.CounterVec
+	log         *slog.Logger
+	revocations *eventLane
+	refusals    *eventLane
+	failing     atomic.Bool // a failure was logged and no write of either lane succeeded since
 }
 
 // NewPeerEvents builds the recorder; host is source.host (the Pod name), clk
@@ -93,19 +93,15 @@ func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Reg
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	e := &PeerEvents{client: client, objects: objects, queue: make(chan *corev1.Event, eventsQueue), clock: clk,
+	e := &PeerEvents{client: client, objects: objects, clock: clk,
 		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "peer_events_total",
-			Help: "Kubernetes Events on WireKubePeers by result (created|updated|rate_limited|dropped|failed).",
-		}, []string{"result"}),
+			Help: "Kubernetes Events on WireKubePeers by lane (revocation|refusal) and result " +
+				"(created|updated|rate_limited|dropped|failed).",
+		}, []string{"lane", "result"}),
 	}
-	e.corr = record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
-		BurstSize: eventsBurst, QPS: float32(1 / eventsRefill.Seconds()), Clock: clk,
-	})
-	for _, r := range []string{eventCreated, eventUpdated, eventRateLimited, eventDropped, eventFailed} {
-		e.results.WithLabelValues(r)
-	}
+	e.revocations, e.refusals = e.newLane(laneRevocation), e.newLane(laneRefusal)
 	if err := reg.Register(e.results); err != nil {
 		return nil, fmt.Errorf("events metrics: %w", err)
 	}
@@ -117,7 +113,7 @@ func (e *PeerEvents) Revoked(peer string, r contract.Reason) {
 	if e == nil || peer == "" {
 		return
 	}
-	e.record(peer, r, revokedType(r), "relay session revoked: "+reasonText(r))
+	e.record(e.revocations, peer, r, revokedType(r), "relay session revoked: "+reasonText(r))
 }
 
 // Refused records a refused upgrade whose reason the operator must act on
@@ -130,8 +126,15 @@ func (e *PeerEvents) Refused(d Decision) {
 	if d.Reason == contract.ReasonTokenInvalid && d.Detail == verifyExpired && d.ClaimedNode != "" {
 		// The cluster signed it for this node's agent, and it is past its
 		// exp: kubelet did not refresh the projected token, or the agent
-		// reads a stale file. The node is from signature-verified claims.
-		e.record(d.ClaimedNode, contract.CloseTokenExpired, corev1.EventTypeWarning,
+		// reads a stale file. The node is from signature-verified claims,
+		// but anyone who may create a token of some ServiceAccount can
+		// have one signed naming any node: only a token of an identity a
+		// rule could admit (d.admissible, the prefilter's answer) chooses
+		// the object, else a stranger would write Events on every peer.
+		if !d.admissible {
+			return
+		}
+		e.record(e.refusals, d.ClaimedNode, contract.CloseTokenExpired, corev1.EventTypeWarning,
 			"relay upgrade refused: the agent's token has expired and was not refreshed (token_invalid, expired)")
 		return
 	}
@@ -142,7 +145,14 @@ func (e *PeerEvents) Refused(d Decision) {
 	if d.KeyFingerprint != "" {
 		msg += " (key " + d.KeyFingerprint + ")"
 	}
-	e.record(d.Peer, d.Reason, corev1.EventTypeWarning, msg)
+	e.record(e.refusals, d.Peer, d.Reason, corev1.EventTypeWarning, msg)
+	if d.Reason == contract.ReasonPeerKeyMoved && d.firstHolder != "" {
+		// The peer whose key it was: its node should know that another
+		// WireKubePeer now carries it.
+		e.record(e.refusals, d.firstHolder, d.Reason, corev1.EventTypeWarning,
+			"relay upgrade of another WireKubePeer refused: it holds a key this WireKubePeer held first (peer_key_moved) (key "+
+				d.KeyFingerprint+")")
+	}
 }
 
 // refusalEvent reports the deny reasons that record an Event: the peer's
@@ -153,7 +163,7 @@ func (e *PeerEvents) Refused(d Decision) {
 func refusalEvent(r contract.Reason) bool {
 	switch r {
 	case contract.ReasonPeerKeyDuplicate, contract.ReasonPeerKeyInvalid, contract.ReasonPeerNotFound,
-		contract.ReasonKeyHeldByOtherBinding:
+		contract.ReasonKeyHeldByOtherBinding, contract.ReasonPeerKeyMoved:
 		return true
 	}
 	return false
@@ -177,6 +187,8 @@ func reasonText(r contract.Reason) string {
 		text = "spec.publicKey is also the key of another WireKubePeer"
 	case contract.ReasonPeerKeyInvalid:
 		text = "spec.publicKey is not a WireGuard public key"
+	case contract.ReasonPeerKeyMoved:
+		text = "spec.publicKey was first held by another WireKubePeer, which still exists"
 	case contract.ReasonPeerNotFound:
 		text = "no WireKubePeer of this name"
 	case contract.ReasonKeyHeldByOtherBinding:
@@ -193,94 +205,4 @@ func reasonText(r contract.Reason) string {
 		text = "the session's authorization no longer holds"
 	}
 	return text + " (" + string(r) + ")"
-}
-
-// record queues an Event about peer's WireKubePeer, or about the Node of
-// that name when the peer does not exist; without either nothing is
-// recorded (there is nothing for kubectl describe to show it on).
-func (e *PeerEvents) record(peer string, r contract.Reason, typ, msg string) {
-	ref, ok := e.objects.PeerRef(peer)
-	if !ok {
-		if ref, ok = e.objects.NodeRef(peer); !ok {
-			return
-		}
-	}
-	now := metav1.NewTime(e.clock.Now())
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: eventsNamespace},
-		InvolvedObject: ref, Reason: string(r), Message: msg, Type: typ,
-		FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: e.source,
-		ReportingController: e.source.Component, ReportingInstance: e.source.Host,
-	}
-	select {
-	case e.queue <- ev:
-	default:
-		e.results.WithLabelValues(eventDropped).Inc()
-	}
-}
-
-// Run writes the queued Events until ctx is done.
-func (e *PeerEvents) Run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-e.queue:
-			e.write(ctx, ev)
-		}
-	}
-}
-
-// write passes ev through the correlator and writes what it says: a new
-// Event, a count patch of the one already written, or nothing.
-func (e *PeerEvents) write(ctx context.Context, ev *corev1.Event) {
-	res, err := e.corr.EventCorrelate(ev)
-	if err == nil && res.Skip {
-		e.results.WithLabelValues(eventRateLimited).Inc()
-		return
-	}
-	var out *corev1.Event
-	result := eventFailed
-	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, eventsWriteTimeout)
-		out, result, err = e.send(ctx, res)
-		cancel()
-	}
-	e.results.WithLabelValues(result).Inc()
-	if err != nil {
-		if !e.failing {
-			e.failing = true
-			e.log.Warn("cannot write Kubernetes Events (RBAC create and patch on events in namespace default?); "+
-				"further failures are only counted in wirekube_extauthz_peer_events_total{result=\"failed\"}",
-				slog.String("reason", string(apierrors.ReasonForError(err))), slog.String("error", err.Error()))
-		}
-		return
-	}
-	if e.failing {
-		e.failing = false
-		e.log.Info("writing Kubernetes Events again")
-	}
-	e.corr.UpdateState(out)
-}
-
-// send creates the Event, or patches the count of the one the correlator
-// already knows (creating it if it is gone).
-func (e *PeerEvents) send(ctx context.Context, res *record.EventCorrelateResult) (*corev1.Event, string, error) {
-	events := e.client.Events(res.Event.Namespace)
-	if res.Event.Count > 1 {
-		out, err := events.Patch(ctx, res.Event.Name, types.StrategicMergePatchType, res.Patch, metav1.PatchOptions{})
-		if !apierrors.IsNotFound(err) {
-			if err != nil {
-				return nil, eventFailed, err
-			}
-			return out, eventUpdated, nil
-		}
-	}
-	ev := res.Event.DeepCopy()
-	ev.ResourceVersion = ""
-	out, err := events.Create(ctx, ev, metav1.CreateOptions{})
-	if err != nil {
-		return nil, eventFailed, err
-	}
-	return out, eventCreated, nil
 }

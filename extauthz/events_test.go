@@ -65,13 +65,21 @@ func newEventsEnv(t *testing.T, objects eventObjects) *eventsEnv {
 }
 
 // drain writes every queued Event, as Run would, one millisecond apart (two
-// Events of one object at the same instant would get the same name).
+// Events of one object at the same instant would get the same name): the
+// refusals first, then the revocations, the order least kind to the latter.
 func (e *eventsEnv) drain(t *testing.T) {
+	t.Helper()
+	for _, l := range []*eventLane{e.ev.refusals, e.ev.revocations} {
+		e.drainLane(t, l)
+	}
+}
+
+func (e *eventsEnv) drainLane(t *testing.T, l *eventLane) {
 	t.Helper()
 	for {
 		select {
-		case ev := <-e.ev.queue:
-			e.ev.write(t.Context(), ev)
+		case ev := <-l.queue:
+			e.ev.write(t.Context(), l, ev)
 			e.clock.Step(time.Millisecond)
 		default:
 			return
@@ -86,8 +94,13 @@ func (e *eventsEnv) events(t *testing.T) []corev1.Event {
 	return l.Items
 }
 
+// result sums a result over both lanes.
 func (e *eventsEnv) result(r string) float64 {
-	return promtest.ToFloat64(e.ev.results.WithLabelValues(r))
+	return e.laneResult(laneRefusal, r) + e.laneResult(laneRevocation, r)
+}
+
+func (e *eventsEnv) laneResult(lane, r string) float64 {
+	return promtest.ToFloat64(e.ev.results.WithLabelValues(lane, r))
 }
 
 // TestPeerEventsWritten checks what each revocation and refusal writes: the
@@ -121,11 +134,14 @@ func TestPeerEventsWritten(t *testing.T) {
 			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-q"})
 		}, nil},
 		{"refused, expired token of node-a's agent", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a"})
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a", admissible: true})
 		}, &corev1.Event{InvolvedObject: peerA, Reason: "token_expired", Type: "Warning",
 			Message: "relay upgrade refused: the agent's token has expired and was not refreshed (token_invalid, expired)"}},
+		{"refused, expired token of an identity no rule admits, naming node-a", func(e *PeerEvents) {
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a"})
+		}, nil},
 		{"refused, bad signature naming a node: not the peer's business", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "signature", ClaimedNode: "node-a"})
+			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "signature", ClaimedNode: "node-a", admissible: true})
 		}, nil},
 		{"refused, bad token: not the peer's business", func(e *PeerEvents) {
 			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Peer: "node-a"})

@@ -155,6 +155,9 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 		return Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: key.Fingerprint(),
 			Detail: "key also in WireKubePeer " + strings.Join(others, ",")}
 	}
+	if d, moved := a.keyMoved(peer, key); moved {
+		return d // another, existing WireKubePeer held this key first (keyhistory.go)
+	}
 	b := bindingOf(rv, node, peer, key)
 	return Decision{
 		Peer:           peer,

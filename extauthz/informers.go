@@ -45,7 +45,9 @@ type Informers struct {
 	nodes  cache.SharedIndexInformer
 	peers  cache.SharedIndexInformer
 	synced []cache.InformerSynced
-	wg     sync.WaitGroup
+	// history remembers each key's first WireKubePeer (keyhistory.go).
+	history *keyHistory
+	wg      sync.WaitGroup
 }
 
 // NewInformers builds (but does not start) the informers for cfg over the
@@ -72,6 +74,10 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	}
 	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key index: %w", err)
+	}
+	in.history = newKeyHistory(in.PeersWithKey)
+	if _, err := in.peers.AddEventHandler(in.history.handler()); err != nil {
+		return nil, fmt.Errorf("WireKubePeer key history: %w", err)
 	}
 	return in, nil
 }

@@ -116,6 +116,8 @@ var coveredElsewhere = map[contract.Reason]string{
 	contract.ReasonReviewThrottled: "TestReviewThrottled",
 	// Needs a live binding on a revocation stream of the hub.
 	contract.ReasonKeyHeldByOtherBinding: "TestKeyHeldByOtherBinding",
+	// Needs a key moved between two WireKubePeers through the informer.
+	contract.ReasonPeerKeyMoved: "TestKeyMovedRefusedAtCheck",
 }
 
 // testMentions reports whether the test function name in this package's

@@ -100,6 +100,13 @@ const (
 	// WireKubePeer, so a copied key is vouched for by neither peer: both
 	// are refused, and their live sessions closed, until one key changes.
 	ReasonPeerKeyDuplicate Reason = "peer_key_duplicate"
+	// ReasonPeerKeyMoved: the peer's spec.publicKey was first held by
+	// another WireKubePeer that still exists (issue 28): a key moved from one
+	// peer to another (node M writes a fresh key into V's WireKubePeer, then
+	// V's old key into its own) is refused on the new holder, and its live
+	// sessions closed, while the first holder exists. Also a 1008 close
+	// reason.
+	ReasonPeerKeyMoved Reason = "peer_key_moved"
 	// ReasonKeyHeldByOtherBinding: the key is registered by a live session
 	// admitted under another binding (another ServiceAccount, Pod or Node
 	// of the same peer: an agent token and a per-peer token, say; issue
@@ -169,7 +176,8 @@ const (
 // reuses the deny reason of the rule that no longer holds: pod_not_found,
 // pod_uid_mismatch, pod_service_account_mismatch, pod_not_scheduled,
 // node_mismatch, service_account_not_found, identity_not_allowed,
-// token_not_bound, peer_not_found, peer_key_invalid, peer_key_duplicate.
+// token_not_bound, peer_not_found, peer_key_invalid, peer_key_duplicate,
+// peer_key_moved.
 const (
 	CloseTokenExpired    Reason = "token_expired"         // the token's exp (+ --token-expiry-grace) passed
 	ClosePeerKeyChanged  Reason = "peer_key_changed"      // the WireKubePeer's spec.publicKey is another key now
