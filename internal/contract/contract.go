@@ -109,6 +109,11 @@ const (
 	// close when two upgrades raced to the Register. 403, not 409: nginx's
 	// auth_request passes only 401 and 403 through.
 	ReasonKeyHeldByOtherBinding Reason = "key_held_by_other_binding"
+	// ReasonPodTerminated: the token's Pod is Succeeded or Failed (issue
+	// 28). A Pod in a terminal phase never runs again, so its token binds
+	// nothing, though kube-apiserver accepts it until the Pod is deleted or
+	// the token expires. Also the 1008 close of its live sessions.
+	ReasonPodTerminated Reason = "pod_terminated"
 
 	// 503: fail closed, retryable.
 	ReasonReviewUnavailable Reason = "review_unavailable"
@@ -167,7 +172,7 @@ const (
 // Close reasons of a live session whose authorization ended (issue 10,
 // docs/revocation.md). All close with 1008. A revocation by extauthz also
 // reuses the deny reason of the rule that no longer holds: pod_not_found,
-// pod_uid_mismatch, pod_service_account_mismatch, pod_not_scheduled,
+// pod_uid_mismatch, pod_service_account_mismatch, pod_terminated, pod_not_scheduled,
 // node_mismatch, service_account_not_found, identity_not_allowed,
 // token_not_bound, peer_not_found, peer_key_invalid, peer_key_duplicate.
 const (

@@ -35,6 +35,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonPodUIDMismatch:            "the token belongs to an older Pod of the same name: restart the agent so it reads the fresh projected token",
 	contract.ReasonPodServiceAccountMismatch: "the bound Pod runs under another ServiceAccount than the token's: use the Pod's own projected token",
 	contract.ReasonPodNotScheduled:           "the bound Pod has no node yet: wait until it is scheduled and retry",
+	contract.ReasonPodTerminated:             "the Pod the token is bound to has Succeeded or Failed and will never run again: use the token of a running Pod (restart the agent)",
 	contract.ReasonNodeMismatch:              "the token's node does not match the bound Pod's node: use the token of the agent on this node",
 	contract.ReasonServiceAccountNotFound:    "the token's ServiceAccount was deleted (revoked): issue a new token with wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerNotFound:              "no WireKubePeer exists for this identity (its node name or dedicated peer): create the WireKubePeer or check the node name",
