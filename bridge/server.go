@@ -43,6 +43,10 @@ type Server struct {
 	parking bool
 	poller  *poller
 
+	// The session listing (sessionlimit.go): its own index, its bounds.
+	listing sessionIndex
+	lists   listGate
+
 	mu       sync.Mutex
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
@@ -83,6 +87,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}
+	s.listing.on = cfg.DebugSessions
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
 		// The bridge reads client frames itself (wsdecode.go), so gorilla's
@@ -206,6 +211,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	s.sessions[sess] = struct{}{}
 	draining := s.draining
 	s.mu.Unlock()
+	s.listing.add(sess)
 	s.metrics.sessionsActive.Inc()
 	s.revoker.add(sess)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
@@ -225,6 +231,7 @@ func (s *Server) finishSession(sess *session, ce *closeError) {
 	s.owners.release(sess)
 	s.onSessionEnd(sess, ce)
 
+	s.listing.remove(sess)
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()

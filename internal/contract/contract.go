@@ -150,6 +150,18 @@ const (
 	// within its backoff window.
 )
 
+// Bounds of the bridge's session listing (/debug/sessions, issue 28), 429
+// with Retry-After: 1. Each walk of the session table costs the bridge
+// time in proportion to its sessions, whatever the page size.
+const (
+	// ReasonSessionsListBusy: another listing is being served (one at a
+	// time, its write to a slow reader included).
+	ReasonSessionsListBusy Reason = "sessions_list_busy"
+	// ReasonSessionsListRate: more than contract.SessionsListRate listings
+	// a second beyond a burst of SessionsListBurst.
+	ReasonSessionsListRate Reason = "sessions_list_rate"
+)
+
 // Close reasons sent in the WebSocket close frame after the upgrade.
 const (
 	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
@@ -206,7 +218,7 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized
-	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit:
+	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit, ReasonSessionsListBusy, ReasonSessionsListRate:
 		return http.StatusTooManyRequests
 	default:
 		return http.StatusForbidden

@@ -59,6 +59,10 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonRelayWaitFull:         "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
 	contract.ReasonBridgeUnavailable:     "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
 
+	// The session listing's bounds (issue 28).
+	contract.ReasonSessionsListBusy: "another /debug/sessions listing of this bridge is being served: retry in a second (one at a time)",
+	contract.ReasonSessionsListRate: "more than 10 /debug/sessions listings a second were asked of this bridge: retry in a second, and poll the listing by hand, not from a loop",
+
 	// WebSocket close reasons after the upgrade.
 	contract.CloseRegisterTimeout:     "Register was not sent in time after the upgrade: check the client sends Register first and that nothing delays it",
 	contract.CloseRegisterMissing:     "the first frame was not Register: the client must send Register before anything else",
