@@ -350,6 +350,8 @@ func revokedClose(r contract.Reason) *closeError {
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodServiceAccountMismatch, nil)
 	case contract.ReasonPodNotScheduled:
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodNotScheduled, nil)
+	case contract.ReasonPodTerminated:
+		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodTerminated, nil)
 	case contract.ReasonNodeMismatch:
 		return closeWith(websocket.ClosePolicyViolation, contract.ReasonNodeMismatch, nil)
 	case contract.ReasonServiceAccountNotFound:

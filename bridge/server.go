@@ -40,6 +40,10 @@ type Server struct {
 	parking bool
 	poller  *poller
 
+	// The session listing (sessionlimit.go): its own index, its bounds.
+	listing sessionIndex
+	lists   listGate
+
 	mu       sync.Mutex
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
@@ -80,6 +84,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}
+	s.listing.on = cfg.DebugSessions
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
 		// The bridge reads client frames itself (wsdecode.go), so gorilla's

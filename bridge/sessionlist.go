@@ -16,10 +16,11 @@ import (
 
 // The session listing (GET /debug/sessions on the metrics listener, only
 // with --debug-sessions; docs/bridge.md#who-is-connected). The handler
-// copies the session table's pointers under s.mu, then filters, sorts and
-// reads each session's immutable identity and atomic counters after
-// releasing it, and encodes the page into memory before writing it: a slow
-// reader of the listing holds no lock a session needs.
+// takes the listing's turn (listGate: one at a time, a rate), copies the
+// listing index's session pointers (sessionIndex: no lock an upgrade
+// takes), then filters, sorts and reads each session's immutable identity
+// and atomic counters, and encodes the page into memory before writing it:
+// a slow reader of the listing holds no lock a session needs.
 
 // listQuery is a parsed listing query.
 type listQuery struct {
@@ -84,6 +85,11 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if reason := s.lists.enter(time.Now()); reason != "" {
+		writeDeny(w, reason) // 429, Retry-After: 1
+		return
+	}
+	defer s.lists.leave()
 	var body bytes.Buffer
 	if err := json.NewEncoder(&body).Encode(s.listSessions(q)); err != nil {
 		http.Error(w, "encode: "+err.Error(), http.StatusInternalServerError)
@@ -98,10 +104,10 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 
 // listSessions returns the page of live sessions q asks for.
 func (s *Server) listSessions(q listQuery) contract.SessionList {
-	all := s.liveSessions()
+	all := s.listing.snapshot()
 	out := contract.SessionList{Live: len(all), Sessions: []contract.SessionInfo{}}
-	// A session's seq and identity are set before it enters s.sessions
-	// (under s.mu, which liveSessions took after): safe to read here.
+	// A session's seq and identity are set before it is stored in the
+	// listing index, whose Range loaded it: safe to read here.
 	page := all[:0]
 	for _, sess := range all {
 		if sess.seq > q.after && (q.peer == "" || sess.id.Peer == q.peer) {
@@ -117,22 +123,6 @@ func (s *Server) listSessions(q listQuery) contract.SessionList {
 		out.Sessions = append(out.Sessions, sess.info())
 	}
 	return out
-}
-
-// liveSessions copies the session table's pointers under s.mu, into a
-// slice allocated before taking it: the lock is held for the map's
-// iteration only, no session is dereferenced and no session lock taken.
-func (s *Server) liveSessions() []*session {
-	s.mu.Lock()
-	n := len(s.sessions)
-	s.mu.Unlock()
-	all := make([]*session, 0, n+n/8+16) // room for sessions opened meanwhile
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for sess := range s.sessions {
-		all = append(all, sess)
-	}
-	return all
 }
 
 // info is the session's listing entry: its identity is immutable and its

@@ -61,7 +61,7 @@ func (e *env) testChartDryRun(t *testing.T) {
 	ctx := context.Background()
 	for name, extra := range chartValueSets {
 		if name == "helm-test" {
-			continue // its Pod needs the per-peer ServiceAccount: testAlongsideChart creates one and applies it
+			continue // its Pod needs the agent ServiceAccount in its namespace: testAlongsideChart creates one and applies it
 		}
 		t.Run(name, func(t *testing.T) {
 			objs := e.renderChart(t, stack.Namespace, extra...)
@@ -103,15 +103,16 @@ func (e *env) alongsideShape(t *testing.T, shape string) {
 
 	ours := e.renderChart(t, ns, "--set", "networkPolicy.relayNamespace="+ns,
 		"--set", "bridge.relayAddr=wirekube-relay-control."+ns+".svc.cluster.local:3478")
-	peerSA := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
-		"metadata": map[string]any{"name": "wirekube-relay-peer-node-a", "namespace": ns}}}
-	fatalIf(t, e.cluster.Apply(ctx, []*unstructured.Unstructured{peerSA}, false))
+	// The helm test Pod runs as the agent's ServiceAccount (the first of extauthz.agentServiceAccounts).
+	agentSA := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": map[string]any{"name": "wirekube-agent", "namespace": ns}}}
+	fatalIf(t, e.cluster.Apply(ctx, []*unstructured.Unstructured{agentSA}, false))
 	for name, extra := range chartValueSets {
 		if name == "default" {
 			continue
 		}
 		more := e.renderChart(t, ns, append([]string{"--set", "networkPolicy.relayNamespace=" + ns,
-			"--set", "extauthz.peerNamespace=" + ns}, extra...)...)
+			"--set", "extauthz.peerNamespace=" + ns, "--set", "extauthz.agentServiceAccounts={" + ns + "/wirekube-agent}"}, extra...)...)
 		t.Run(name, func(t *testing.T) { fatalIf(t, e.cluster.Apply(ctx, namespacedOnly(more), true)) })
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.cluster.Client.Discovery()))

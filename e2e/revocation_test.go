@@ -46,6 +46,12 @@ func (e *env) testRevocation(t *testing.T, f front) {
 		{"pod_deleted", e.podAgent, func(t *testing.T, id identity) error {
 			return e.cluster.Client.CoreV1().Pods(stack.Namespace).Delete(ctx, id.pod.Name, del)
 		}, contract.ReasonPodNotFound},
+		{"pod_succeeded", e.podAgent, func(t *testing.T, id identity) error {
+			return e.setPodPhase(ctx, id.pod.Name, corev1.PodSucceeded)
+		}, contract.ReasonPodTerminated},
+		{"pod_failed", e.podAgent, func(t *testing.T, id identity) error {
+			return e.setPodPhase(ctx, id.pod.Name, corev1.PodFailed)
+		}, contract.ReasonPodTerminated},
 		{"node_deleted", e.nodeAgent, func(t *testing.T, id identity) error {
 			return e.cluster.Client.CoreV1().Nodes().Delete(ctx, id.peer, del)
 		}, contract.ReasonNodeMismatch},
@@ -78,6 +84,19 @@ func (e *env) testRevocation(t *testing.T, f front) {
 		})
 	}
 	t.Run("token_expired", func(t *testing.T) { e.revokeExpiry(t, f) })
+}
+
+// setPodPhase moves a Pod to phase through the status subresource, as the
+// kubelet reports a Pod that ended (there is no kubelet here).
+func (e *env) setPodPhase(ctx context.Context, name string, phase corev1.PodPhase) error {
+	pods := e.cluster.Client.CoreV1().Pods(stack.Namespace)
+	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pod.Status.Phase = phase
+	_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
 }
 
 // revokeExpiry: a Pod-bound token signed to expire in 3 s (the TokenRequest

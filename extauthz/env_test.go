@@ -157,8 +157,16 @@ func fixtureObjects() []runtime.Object {
 		pod("agent-pending", "uid-pod-pending", "wirekube-agent", ""),
 		pod("peer-b-pod", "uid-pod-peer-b", "wirekube-relay-peer-node-b", "node-a"),
 		pod("agent-orphan", "uid-pod-orphan", "wirekube-agent", "node-gone"),
+		inPhase(pod("agent-done", "uid-pod-done", "wirekube-agent", "node-a"), corev1.PodSucceeded),
+		inPhase(pod("agent-failed", "uid-pod-failed", "wirekube-agent", "node-a"), corev1.PodFailed),
+		inPhase(pod("agent-running", "uid-pod-running", "wirekube-agent", "node-a"), corev1.PodRunning),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: nodeAUID}},
 	}
+}
+
+func inPhase(p *corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
+	p.Status.Phase = phase
+	return p
 }
 
 func peerObject(name, key string) *unstructured.Unstructured {

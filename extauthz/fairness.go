@@ -1,159 +1,242 @@
 package extauthz
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
-// reviewGate bounds the TokenReview calls of the process: first the caller's
-// identity share, then a token of the rate limiter (--kube-api-qps,
-// --kube-api-burst), then one of the in-flight slots
-// (--max-inflight-reviews). The slot is taken only once the rate token is
-// due, so it is held only while a TokenReview is on the wire.
+// reviewGate bounds the TokenReview calls of the process: a call needs a
+// token of the rate limiter (--kube-api-qps, --kube-api-burst) and one of
+// the in-flight slots (--max-inflight-reviews). Both are handed out
+// together, by the gate, in fair order: the slot is taken only once the
+// rate token is there, so it is held only while a TokenReview is on the
+// wire, and no slot stays free while a caller waits and a rate token is
+// due.
 //
-// A caller waits at most maxWait (and never past its deadline) for both. A
-// caller whose rate token would come later than that is refused at once
-// rather than queueing: under a burst of new tokens the callers that fit in
-// the rate are served and the rest are told review_throttled (503,
-// retryable) in microseconds, instead of everyone waiting out the check
-// timeout and nobody being served.
+// Fairness is start-time fair queuing by identity (identityKey: a
+// ServiceAccount and the Pod or Node its token is bound to), every
+// identity of equal weight, as the API server's Priority and Fairness
+// queues its flows: each waiting call carries a virtual start tag, the
+// later of its identity's previous call's tag + 1 and the tag of the call
+// served last; the gate serves the lowest tag (the earlier arrival on a
+// tie). So an identity new to the gate is served next, ahead of every
+// identity that already had calls served; identities with calls waiting
+// take turns, one call each; and an identity alone may use every slot and
+// the whole rate. How many identities compete changes only the size of a
+// turn, never an identity's place in it.
 //
-// Fairness: one identity (identityKey: a ServiceAccount and the Pod or Node
-// its token is bound to) holds at most share calls of the gate at once,
-// waiting for a rate token or a slot or in flight, and passes it at most at
-// a quarter of the rate (a bucket of its own, a quarter of the burst); a
-// call beyond either is refused at once. Rate tokens are handed out in the
-// order they are asked for, so an identity flooding the gate with distinct
-// tokens gets at most share of the calls queued at any time and a quarter
-// of the rate, and every other identity keeps its place. An agent needs one
-// review per token, far inside both. Safe for concurrent use.
+// A caller waits at most maxWait (and never past its deadline). The queue
+// holds no more calls than the rate can serve within the caller's wait; a
+// caller that finds it full takes the place of the newest call of the
+// identity furthest ahead (the highest tag, when higher than its own), and
+// is otherwise refused at once: under a burst the callers that fit the
+// rate wait, the rest are told review_throttled (503, retryable) in
+// microseconds rather than after the check timeout. Safe for concurrent
+// use.
 type reviewGate struct {
 	limiter *rate.Limiter
-	slots   *semaphore.Weighted
 	maxWait time.Duration
-	share   int
 	refused *prometheus.CounterVec // by cause; nil: not counted
 
 	mu    sync.Mutex
-	held  map[string]int // calls per identity in the gate; no zero entries
-	rates *lru.Cache[string, *rate.Limiter]
-	// idQPS and idBurst are one identity's bucket.
-	idQPS   rate.Limit
-	idBurst int
+	free  int                      // slots not in flight
+	ids   map[string]*gateIdentity // identities waiting or in flight; no idle entries
+	queue gateQueue                // waiting calls, lowest tag first
+	vtime uint64                   // the tag of the call served last
+	seq   uint64                   // arrivals, to order equal tags
+	armed bool                     // a timer will dispatch when the next rate token is due
 }
 
-// identityBuckets bounds the per-identity rate buckets kept. An evicted
-// identity starts again with a full bucket of its own; the shared rate
-// limiter still bounds it, and evicting one takes this many other
-// identities asking in between.
-const identityBuckets = 8192
+// gateIdentity is one identity in the gate.
+type gateIdentity struct {
+	key      string
+	next     uint64 // the tag its next call gets, unless the gate's vtime is later
+	waiting  int
+	inflight int
+}
+
+// gateCall is a caller in the queue. state and cause are guarded by the
+// gate's mu; ready is closed when state leaves callWaiting.
+type gateCall struct {
+	id    *gateIdentity
+	tag   uint64
+	seq   uint64
+	index int // in the queue's heap; -1 once out of it
+	ready chan struct{}
+	state callState
+	cause string // why it was refused, when callRefused
+}
+
+type callState int
+
+const (
+	callWaiting callState = iota
+	callGranted
+	callRefused
+)
 
 // Causes of a gate refusal, the cause label of
 // wirekube_extauthz_review_gate_refusals_total.
 const (
-	gateRefusedShare  = "identity_share" // the identity already holds its share
-	gateRefusedIDRate = "identity_rate"  // the identity used its share of the rate
-	gateRefusedRate   = "rate"           // the rate token is due after the caller's wait
-	gateRefusedSlot   = "slot"           // no slot freed within the caller's wait
+	gateRefusedRate      = "rate"       // the queued calls take all the rate within the caller's wait
+	gateRefusedSlot      = "slot"       // the caller's wait ended with every slot in flight
+	gateRefusedPushedOut = "pushed_out" // an identity behind in its turns took the place of this queued call
 )
 
-// identityShare is the part of the in-flight slots one identity may hold:
-// a quarter, at least one. Sixteen slots (the default) give four.
-func identityShare(slots int) int { return max(1, slots/4) }
-
 func newReviewGate(qps float64, burst, slots int, maxWait time.Duration) *reviewGate {
-	rates, _ := lru.New[string, *rate.Limiter](identityBuckets) // errors only on a size < 1
 	return &reviewGate{
 		limiter: rate.NewLimiter(rate.Limit(qps), burst),
-		slots:   semaphore.NewWeighted(int64(slots)),
 		maxWait: maxWait,
-		share:   identityShare(slots),
-		held:    map[string]int{},
-		rates:   rates,
-		idQPS:   rate.Limit(qps / 4),
-		idBurst: max(1, burst/4),
+		free:    slots,
+		ids:     map[string]*gateIdentity{},
 	}
 }
 
-// enter waits for a rate token and a slot, within the caller's share and
-// the share of its identity who. On success the caller must call release
-// once its TokenReview returned.
+// enter waits for a rate token and a slot in the fair turn of identity
+// who. On success the caller must call release once its TokenReview
+// returned.
 func (g *reviewGate) enter(ctx context.Context, who string) (release func(), err error) {
-	if cause := g.hold(who); cause != "" {
-		return nil, g.refuse(cause)
-	}
-	releaseSlot, cause := g.wait(ctx)
-	if cause != "" {
-		g.unhold(who)
-		return nil, g.refuse(cause)
-	}
-	return func() { releaseSlot(); g.unhold(who) }, nil
-}
-
-func (g *reviewGate) wait(ctx context.Context) (release func(), cause string) {
 	now := time.Now()
 	budget := g.maxWait
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, dl.Sub(now))
 	}
-	res := g.limiter.ReserveN(now, 1)
-	if !res.OK() {
-		return nil, gateRefusedRate
+	g.mu.Lock()
+	c, cause := g.queueLocked(who, now, budget)
+	g.mu.Unlock()
+	if cause != "" {
+		return nil, g.refuse(cause)
 	}
-	delay := res.DelayFrom(now)
-	if delay > budget {
-		res.CancelAt(now) // give the token back to the next caller
-		return nil, gateRefusedRate
+	return g.await(ctx, c, budget)
+}
+
+// queueLocked queues a call of who, pushing out another identity's call
+// when the queue is full, and dispatches.
+func (g *reviewGate) queueLocked(who string, now time.Time, budget time.Duration) (*gateCall, string) {
+	id := g.ids[who]
+	if id == nil {
+		id = &gateIdentity{key: who}
 	}
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			res.Cancel()
+	c := &gateCall{id: id, tag: max(id.next, g.vtime), seq: g.seq, ready: make(chan struct{})}
+	if len(g.queue) >= g.roomLocked(now, budget) {
+		last := g.queue.furthest()
+		if last == nil || !last.after(c) {
 			return nil, gateRefusedRate
 		}
+		g.leaveQueueLocked(last, callRefused, gateRefusedPushedOut)
 	}
-	sctx, cancel := context.WithTimeout(ctx, budget-delay)
-	defer cancel()
-	if err := g.slots.Acquire(sctx, 1); err != nil {
-		return nil, gateRefusedSlot
-	}
-	return func() { g.slots.Release(1) }, ""
+	g.seq++
+	g.ids[who] = id
+	id.next = c.tag + 1
+	id.waiting++
+	heap.Push(&g.queue, c)
+	g.dispatchLocked(now)
+	return c, ""
 }
 
-// hold counts one more call of who, unless who already holds its share of
-// the gate or used its share of the rate (the refusal's cause).
-func (g *reviewGate) hold(who string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held[who] >= g.share {
-		return gateRefusedShare
-	}
-	lim, ok := g.rates.Get(who)
-	if !ok {
-		lim = rate.NewLimiter(g.idQPS, g.idBurst)
-		g.rates.Add(who, lim)
-	}
-	if !lim.Allow() {
-		return gateRefusedIDRate
-	}
-	g.held[who]++
-	return ""
+// roomLocked is how many calls may wait: the rate tokens there are now and
+// that come within budget (the slots are not counted: their calls' length
+// is the API's business).
+func (g *reviewGate) roomLocked(now time.Time, budget time.Duration) int {
+	return int(g.limiter.TokensAt(now) + float64(g.limiter.Limit())*budget.Seconds())
 }
 
-func (g *reviewGate) unhold(who string) {
+// await waits until c is granted or refused, or its wait ends.
+func (g *reviewGate) await(ctx context.Context, c *gateCall, budget time.Duration) (func(), error) {
+	t := time.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.held[who]--; g.held[who] <= 0 {
-		delete(g.held, who) // the map holds only identities in the gate
+	switch c.state {
+	case callGranted:
+		return func() { g.done(c.id) }, nil
+	case callWaiting:
+		// The wait ended first. With a slot free it was the rate that kept
+		// the call waiting.
+		cause := gateRefusedSlot
+		if g.free > 0 {
+			cause = gateRefusedRate
+		}
+		g.leaveQueueLocked(c, callRefused, cause)
+	}
+	return nil, g.refuse(c.cause)
+}
+
+// dispatchLocked hands free slots to the queue's lowest tags while rate
+// tokens are there; when a slot is free but the next token is not, it arms
+// a timer for the token.
+func (g *reviewGate) dispatchLocked(now time.Time) {
+	for g.free > 0 && len(g.queue) > 0 {
+		if !g.limiter.AllowN(now, 1) {
+			g.armLocked(now)
+			return
+		}
+		c := g.queue[0]
+		g.vtime = c.tag
+		g.free--
+		c.id.inflight++
+		g.leaveQueueLocked(c, callGranted, "")
+	}
+}
+
+// armLocked dispatches again once the next rate token is due. One timer at
+// a time; it runs dispatch, which arms the next one if still needed.
+func (g *reviewGate) armLocked(now time.Time) {
+	if g.armed {
+		return
+	}
+	g.armed = true
+	r := g.limiter.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	// The delay is rounded down: at worst the timer comes a nanosecond early
+	// and is armed once more.
+	time.AfterFunc(max(wait, time.Nanosecond), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.armed = false
+		g.dispatchLocked(time.Now())
+	})
+}
+
+// leaveQueueLocked takes c out of the queue with its outcome and wakes it.
+func (g *reviewGate) leaveQueueLocked(c *gateCall, state callState, cause string) {
+	heap.Remove(&g.queue, c.index)
+	c.id.waiting--
+	if c.id.next == c.tag+1 && state == callRefused {
+		c.id.next = c.tag // its newest call left unserved: the tag is free again
+	}
+	c.state, c.cause = state, cause
+	close(c.ready)
+	g.forgetIdleLocked(c.id)
+}
+
+// done returns the slot of a granted call and hands it on.
+func (g *reviewGate) done(id *gateIdentity) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.free++
+	id.inflight--
+	g.forgetIdleLocked(id)
+	g.dispatchLocked(time.Now())
+}
+
+// forgetIdleLocked drops an identity with nothing waiting or in flight: it
+// is new to the gate when it comes back (its tag is then the gate's
+// vtime). The map stays bounded by the queue and the slots.
+func (g *reviewGate) forgetIdleLocked(id *gateIdentity) {
+	if id.waiting == 0 && id.inflight == 0 {
+		delete(g.ids, id.key)
 	}
 }
 
@@ -162,4 +245,47 @@ func (g *reviewGate) refuse(cause string) error {
 		g.refused.WithLabelValues(cause).Inc()
 	}
 	return errThrottled
+}
+
+// after reports whether c is served after o: a higher tag, or the same tag
+// and a later arrival.
+func (c *gateCall) after(o *gateCall) bool {
+	return c.tag > o.tag || (c.tag == o.tag && c.seq > o.seq)
+}
+
+// gateQueue is a min-heap of waiting calls by (tag, arrival).
+type gateQueue []*gateCall
+
+func (q gateQueue) Len() int           { return len(q) }
+func (q gateQueue) Less(i, j int) bool { return q[j].after(q[i]) }
+func (q gateQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+
+func (q *gateQueue) Push(x any) {
+	c := x.(*gateCall)
+	c.index = len(*q)
+	*q = append(*q, c)
+}
+
+func (q *gateQueue) Pop() any {
+	old := *q
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	c.index = -1
+	*q = old[:len(old)-1]
+	return c
+}
+
+// furthest is the call served last of the queue (nil when empty): a leaf
+// of the heap, found by a scan of the bounded queue.
+func (q gateQueue) furthest() *gateCall {
+	var last *gateCall
+	for _, c := range q {
+		if last == nil || c.after(last) {
+			last = c
+		}
+	}
+	return last
 }

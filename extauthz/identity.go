@@ -94,11 +94,11 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 func (c *tokenClaims) secretBound() bool { return c.Kubernetes.Secret != nil }
 
 // checkBound checks the objects a token is bound to against the informers:
-// the Pod (same UID, running under the token's ServiceAccount, scheduled,
-// on the Node the token names) and the Node (existing, with the UID the
-// token names). It returns the node the token is bound to: the Pod's node
-// for a Pod-bound token, the Node of a Node-bound token, "" for an unbound
-// token.
+// the Pod (same UID, running under the token's ServiceAccount, not
+// Succeeded or Failed, scheduled, on the Node the token names) and the Node
+// (existing, with the UID the token names). It returns the node the token
+// is bound to: the Pod's node for a Pod-bound token, the Node of a
+// Node-bound token, "" for an unbound token.
 func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason) {
 	switch {
 	case rv.podName != "":
@@ -110,6 +110,8 @@ func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason)
 			return "", contract.ReasonPodUIDMismatch
 		case pod.Spec.ServiceAccountName != sa.name:
 			return "", contract.ReasonPodServiceAccountMismatch
+		case podTerminated(pod):
+			return "", contract.ReasonPodTerminated
 		case pod.Spec.NodeName == "":
 			return "", contract.ReasonPodNotScheduled
 		case rv.nodeName != "" && pod.Spec.NodeName != rv.nodeName:
@@ -122,6 +124,14 @@ func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason)
 		return rv.nodeName, a.checkNode(rv.nodeName, rv.nodeUID)
 	}
 	return "", ""
+}
+
+// podTerminated reports a Pod in a terminal phase: none of its containers
+// will run again (restartPolicy Never or OnFailure exhausted, or evicted),
+// so its token speaks for nothing. kube-apiserver keeps accepting the token
+// until the Pod object is deleted, which may be never (a Job's Pods stay).
+func podTerminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 // checkNode reports node_mismatch unless the Node exists and, when the

@@ -253,7 +253,8 @@ func slimObject(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		return &corev1.Pod{ObjectMeta: slimMeta(&o.ObjectMeta), Spec: corev1.PodSpec{
-			ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName}}, nil
+			ServiceAccountName: o.Spec.ServiceAccountName, NodeName: o.Spec.NodeName},
+			Status: corev1.PodStatus{Phase: o.Status.Phase}}, nil
 	case *corev1.ServiceAccount:
 		return &corev1.ServiceAccount{ObjectMeta: slimMeta(&o.ObjectMeta)}, nil
 	case *corev1.Node:

@@ -188,9 +188,9 @@ func registerPeerKeyMetrics(reg prometheus.Registerer, dup func() int) error {
 func newGateRefusals() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "review_gate_refusals_total",
-		Help: "TokenReviews not made, answered review_throttled, by cause (identity_share|identity_rate|rate|slot).",
+		Help: "TokenReviews not made, answered review_throttled, by cause (rate|slot|pushed_out).",
 	}, []string{"cause"})
-	for _, cause := range []string{gateRefusedShare, gateRefusedIDRate, gateRefusedRate, gateRefusedSlot} {
+	for _, cause := range []string{gateRefusedRate, gateRefusedSlot, gateRefusedPushedOut} {
 		c.WithLabelValues(cause)
 	}
 	return c

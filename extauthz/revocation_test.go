@@ -99,6 +99,12 @@ func TestRejudge(t *testing.T) {
 		{"per-peer pod-bound, node deleted", peerPodBinding(), func(e *env) error {
 			return e.client.CoreV1().Nodes().Delete(ctx, "node-a", del)
 		}, contract.ReasonNodeMismatch},
+		{"pod succeeded", podBinding(), func(e *env) error {
+			return setPodPhase(ctx, e, "agent-a", corev1.PodSucceeded)
+		}, contract.ReasonPodTerminated},
+		{"per-peer pod-bound, pod failed", peerPodBinding(), func(e *env) error {
+			return setPodPhase(ctx, e, "peer-b-pod", corev1.PodFailed)
+		}, contract.ReasonPodTerminated},
 		{"per-peer service account deleted", peerSABinding(), func(e *env) error {
 			return e.client.CoreV1().ServiceAccounts("wirekube-system").Delete(ctx, "wirekube-relay-peer-node-b", del)
 		}, contract.ReasonServiceAccountNotFound},
@@ -112,6 +118,19 @@ func TestRejudge(t *testing.T) {
 			testutil.Eventually(t, string(tc.want), func() bool { return e.authz.rejudge(tc.binding) == tc.want })
 		})
 	}
+}
+
+// setPodPhase moves a Pod to phase through the status subresource, as the
+// kubelet does.
+func setPodPhase(ctx context.Context, e *env, name string, phase corev1.PodPhase) error {
+	pods := e.client.CoreV1().Pods("wirekube-system")
+	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pod.Status.Phase = phase
+	_, err = pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
 }
 
 func replacePod(ctx context.Context, e *env, node string) error {

@@ -235,14 +235,14 @@ func TestChartNotesStage(t *testing.T) {
 }
 
 // TestChartHelmTest: the helm test Pod runs the probe in check mode (never
-// --register) against the public host, as the per-peer ServiceAccount with
+// --register) against the public host, as the agent's ServiceAccount with
 // a relay-audience token, with flags the probe defines.
 func TestChartHelmTest(t *testing.T) {
 	mustf(t, len(renderChart(t).all("Pod")) == 0, "a helm test Pod without helmTest.peer")
 	r := renderChart(t, chartValueSets["helm-test"]...)
 	pod := into[corev1.Pod](t, r.one(t, "Pod", "wirekube-relay-gateway-test"))
 	mustf(t, pod.Annotations["helm.sh/hook"] == "test", "hook %q, want test", pod.Annotations["helm.sh/hook"])
-	mustf(t, pod.Spec.ServiceAccountName == "wirekube-relay-peer-node-a", "ServiceAccount %q", pod.Spec.ServiceAccountName)
+	mustf(t, pod.Spec.ServiceAccountName == "wirekube-agent", "ServiceAccount %q", pod.Spec.ServiceAccountName)
 	mustf(t, pod.Spec.RestartPolicy == corev1.RestartPolicyNever, "restartPolicy %q", pod.Spec.RestartPolicy)
 	c := pod.Spec.Containers[0]
 	mustf(t, slices.Equal(c.Command, []string{"/usr/local/bin/wirekube-relay-probe"}), "command %v", c.Command)

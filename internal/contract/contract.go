@@ -116,6 +116,11 @@ const (
 	// close when two upgrades raced to the Register. 403, not 409: nginx's
 	// auth_request passes only 401 and 403 through.
 	ReasonKeyHeldByOtherBinding Reason = "key_held_by_other_binding"
+	// ReasonPodTerminated: the token's Pod is Succeeded or Failed (issue
+	// 28). A Pod in a terminal phase never runs again, so its token binds
+	// nothing, though kube-apiserver accepts it until the Pod is deleted or
+	// the token expires. Also the 1008 close of its live sessions.
+	ReasonPodTerminated Reason = "pod_terminated"
 
 	// 503: fail closed, retryable.
 	ReasonReviewUnavailable Reason = "review_unavailable"
@@ -152,6 +157,18 @@ const (
 	// within its backoff window.
 )
 
+// Bounds of the bridge's session listing (/debug/sessions, issue 28), 429
+// with Retry-After: 1. Each walk of the session table costs the bridge
+// time in proportion to its sessions, whatever the page size.
+const (
+	// ReasonSessionsListBusy: another listing is being served (one at a
+	// time, its write to a slow reader included).
+	ReasonSessionsListBusy Reason = "sessions_list_busy"
+	// ReasonSessionsListRate: more than contract.SessionsListRate listings
+	// a second beyond a burst of SessionsListBurst.
+	ReasonSessionsListRate Reason = "sessions_list_rate"
+)
+
 // Close reasons sent in the WebSocket close frame after the upgrade.
 const (
 	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
@@ -174,7 +191,7 @@ const (
 // Close reasons of a live session whose authorization ended (issue 10,
 // docs/revocation.md). All close with 1008. A revocation by extauthz also
 // reuses the deny reason of the rule that no longer holds: pod_not_found,
-// pod_uid_mismatch, pod_service_account_mismatch, pod_not_scheduled,
+// pod_uid_mismatch, pod_service_account_mismatch, pod_terminated, pod_not_scheduled,
 // node_mismatch, service_account_not_found, identity_not_allowed,
 // token_not_bound, peer_not_found, peer_key_invalid, peer_key_duplicate,
 // peer_key_moved.
@@ -209,7 +226,7 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized
-	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit:
+	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit, ReasonSessionsListBusy, ReasonSessionsListRate:
 		return http.StatusTooManyRequests
 	default:
 		return http.StatusForbidden

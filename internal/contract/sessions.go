@@ -10,6 +10,12 @@ const (
 	SessionsLimitDefault = 100
 	// SessionsLimitMax is the largest ?limit= accepted; above it 400.
 	SessionsLimitMax = 1000
+	// SessionsListRate and SessionsListBurst bound the listings a bridge
+	// serves: a bucket of SessionsListBurst listings (a full walk of 25,000
+	// sessions in pages of SessionsLimitMax fits), refilled at
+	// SessionsListRate a second; one listing at a time.
+	SessionsListRate  = 10
+	SessionsListBurst = 30
 )
 
 // SessionList is one page of a bridge's live sessions, oldest first.

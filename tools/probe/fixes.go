@@ -35,6 +35,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonPodUIDMismatch:            "the token belongs to an older Pod of the same name: restart the agent so it reads the fresh projected token",
 	contract.ReasonPodServiceAccountMismatch: "the bound Pod runs under another ServiceAccount than the token's: use the Pod's own projected token",
 	contract.ReasonPodNotScheduled:           "the bound Pod has no node yet: wait until it is scheduled and retry",
+	contract.ReasonPodTerminated:             "the Pod the token is bound to has Succeeded or Failed and will never run again: use the token of a running Pod (restart the agent)",
 	contract.ReasonNodeMismatch:              "the token's node does not match the bound Pod's node: use the token of the agent on this node",
 	contract.ReasonServiceAccountNotFound:    "the token's ServiceAccount was deleted (revoked): issue a new token with wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerNotFound:              "no WireKubePeer exists for this identity (its node name or dedicated peer): create the WireKubePeer or check the node name",
@@ -58,6 +59,10 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonPeerUnregisteredLimit: "another session of this WireKubePeer is still before its Register: retry in a second; if it persists another client is using this node's identity",
 	contract.ReasonRelayWaitFull:         "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
 	contract.ReasonBridgeUnavailable:     "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
+
+	// The session listing's bounds (issue 28).
+	contract.ReasonSessionsListBusy: "another /debug/sessions listing of this bridge is being served: retry in a second (one at a time)",
+	contract.ReasonSessionsListRate: "more than 10 /debug/sessions listings a second were asked of this bridge: retry in a second, and poll the listing by hand, not from a loop",
 
 	// WebSocket close reasons after the upgrade.
 	contract.CloseRegisterTimeout:     "Register was not sent in time after the upgrade: check the client sends Register first and that nothing delays it",

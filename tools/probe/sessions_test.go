@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // fakeAPIServer answers the two API calls of the sessions subcommand in
@@ -26,6 +28,10 @@ type fakeAPIServer struct {
 	answers map[string]fakeAnswer
 	mu      sync.Mutex
 	seen    []string
+	// limited[uri] is how many times uri is answered first as the bridge
+	// answers a listing beyond its bounds (429 sessions_list_busy,
+	// Retry-After: 1), passed through by the Pod proxy.
+	limited map[string]int
 }
 
 type fakeAnswer struct {
@@ -39,6 +45,19 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer kubeconfig-token-123" {
 		http.Error(w, "no credentials", http.StatusUnauthorized)
+		return
+	}
+	f.mu.Lock()
+	limited := f.limited[r.URL.RequestURI()] > 0
+	if limited {
+		f.limited[r.URL.RequestURI()]--
+	}
+	f.mu.Unlock()
+	if limited {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set(contract.HeaderDenyReason, string(contract.ReasonSessionsListBusy))
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintln(w, contract.ReasonSessionsListBusy)
 		return
 	}
 	a, ok := f.answers[r.URL.RequestURI()]
@@ -201,5 +220,24 @@ func TestSessionsHelp(t *testing.T) {
 		if err != nil || !strings.Contains(errOut.String(), tc.want) || !strings.Contains(errOut.String(), "  -") {
 			t.Errorf("%q: %v, stderr:\n%s\nwant %q and the flags", tc.args, err, errOut.String(), tc.want)
 		}
+	}
+}
+
+// TestSessionsRetriesABusyListing: the bridge answers a page 429 with
+// Retry-After (another listing is being served); the probe asks again and
+// lists the page instead of reporting the Pod as not listed.
+func TestSessionsRetriesABusyListing(t *testing.T) {
+	f, kc := startFakeAPI(t, map[string]fakeAnswer{
+		listURI: {200, podList},
+		proxyA:  {200, `{"live":1,"sessions":[` + sessionA + `]}`},
+		proxyB:  {200, `{"live":0,"sessions":[]}`},
+	})
+	f.limited = map[string]int{proxyA: 1}
+	code, out, errOut := runSessions(t, "--kubeconfig", kc, "-o", "json")
+	if !strings.Contains(out, `"id": "7"`) || strings.Contains(out, "429") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant gw-a's session 7 listed after the 429", code, errOut, out)
+	}
+	if want := []string{listURI, proxyA, proxyA, proxyB}; !slices.Equal(f.seen, want) {
+		t.Fatalf("requests %q, want %q", f.seen, want)
 	}
 }

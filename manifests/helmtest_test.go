@@ -1,0 +1,48 @@
+package manifests
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestChartHelmTestLeavesNoCredential: `helm test` creates one object, the
+// probe Pod: no ServiceAccount (no per-peer identity for a node), no
+// Secret. The Pod runs on the peer's node as the agent's ServiceAccount,
+// mounts no API token, and its one token is projected for the relay
+// audience for the minimum 600 s and bound to the Pod, which Helm deletes
+// after a passed test (and before the next run).
+func TestChartHelmTestLeavesNoCredential(t *testing.T) {
+	r := renderChart(t, chartValueSets["helm-test"]...)
+	var hooks []string
+	for _, o := range r.objs {
+		if strings.Contains(o.GetAnnotations()["helm.sh/hook"], "test") {
+			hooks = append(hooks, o.GetKind()+"/"+o.GetName())
+		}
+	}
+	mustf(t, slices.Equal(hooks, []string{"Pod/wirekube-relay-gateway-test"}), "helm test creates %v, want only the probe Pod", hooks)
+	pod := into[corev1.Pod](t, r.one(t, "Pod", "wirekube-relay-gateway-test"))
+	policy := strings.Split(pod.Annotations["helm.sh/hook-delete-policy"], ",")
+	mustf(t, slices.Contains(policy, "hook-succeeded") && slices.Contains(policy, "before-hook-creation"),
+		"hook-delete-policy %q, want hook-succeeded and before-hook-creation", pod.Annotations["helm.sh/hook-delete-policy"])
+	mustf(t, pod.Namespace == "wirekube-system" && pod.Spec.ServiceAccountName == "wirekube-agent",
+		"runs as %s/%s, want the agent's wirekube-system/wirekube-agent", pod.Namespace, pod.Spec.ServiceAccountName)
+	mustf(t, pod.Spec.NodeName == "node-a", "nodeName %q, want the peer's node node-a", pod.Spec.NodeName)
+	mustf(t, pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken, "an API token is mounted")
+	for _, v := range pod.Spec.Volumes {
+		mustf(t, v.Secret == nil, "volume %s is a Secret", v.Name)
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			tok := src.ServiceAccountToken
+			if tok == nil {
+				continue
+			}
+			mustf(t, tok.Audience == "wirekube-relay" && tok.ExpirationSeconds != nil && *tok.ExpirationSeconds == 600,
+				"projected token audience %q, %v s; want wirekube-relay, 600", tok.Audience, tok.ExpirationSeconds)
+		}
+	}
+}
