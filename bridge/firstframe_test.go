@@ -11,7 +11,7 @@ import (
 // closes with register_missing and forwards nothing, even when its body is
 // exactly the vouched key, the shape of a valid Register. A ForwarderRegister
 // (0x10) or IngressProbe (0x13) reaching the relay first would open a
-// control session (docs/spec.md#relay); every type byte is tried, not only
+// control session (docs/spec.md#raw-relay); every type byte is tried, not only
 // the known ones.
 func TestFirstFrameOnlyRegister(t *testing.T) {
 	for tb := range 256 {
