@@ -53,7 +53,7 @@ func startEnv(ctx context.Context, o Options, st *stateDir, rep *Report) (*env, 
 	rep.Where.StateDir, rep.Where.LogDir = st.path, procs.LogDir
 	installer := nginxInstaller{
 		allowed: o.InstallNginx, isRoot: os.Geteuid() == 0, have: haveNginx,
-		run: execRunner(o.Progress), out: o.Progress, policyPath: policyRCD,
+		run: execRunner(o.Progress), out: o.Progress, script: filepath.Join(o.RepoRoot, aptInstall),
 	}
 	var bins stack.KubeBinaries
 	var repoBins map[string]string

@@ -94,19 +94,20 @@ func haveNginx() bool {
 	return err == nil
 }
 
-// policyRCD makes Debian's maintainer scripts not start the nginx service
-// they install: the demo runs its own nginx and must leave nothing running.
-const policyRCD = "/usr/sbin/policy-rc.d"
+// aptInstall is the repository's one package installer (relative to the
+// repository root): apt-get for the missing programs, with a policy-rc.d in
+// place so that the services the packages ship are not started (the demo
+// runs its own nginx and must leave nothing running).
+const aptInstall = ".ci/apt-install"
 
-// nginxInstaller installs nginx with apt-get when it is missing.
+// nginxInstaller installs nginx with aptInstall when it is missing.
 type nginxInstaller struct {
 	allowed bool
 	isRoot  bool
 	have    func() bool
 	run     runner
 	out     io.Writer
-	// policyPath is policyRCD; tests point it into a temp dir.
-	policyPath string
+	script  string // the path of aptInstall
 }
 
 // ensure makes nginx available or explains what the user must do.
@@ -120,38 +121,12 @@ func (n nginxInstaller) ensure(ctx context.Context) error {
 	if !n.isRoot {
 		return errors.New("nginx not found and not running as root: run `sudo apt-get install -y nginx` once, then again")
 	}
-	fmt.Fprintln(n.out, "demo: nginx not found: installing it with apt-get (the service is not started)")
-	restore, err := n.blockServiceStart()
-	if err != nil {
-		return err
-	}
-	defer restore()
-	env := []string{"DEBIAN_FRONTEND=noninteractive"}
-	install := []string{"install", "-y", "--no-install-recommends", "nginx"}
-	if err := n.run(ctx, env, "apt-get", install...); err != nil {
-		// A fresh machine may have no package lists yet.
-		if uerr := n.run(ctx, env, "apt-get", "update"); uerr != nil {
-			return fmt.Errorf("install nginx: %w", errors.Join(err, uerr))
-		}
-		if err := n.run(ctx, env, "apt-get", install...); err != nil {
-			return fmt.Errorf("install nginx: %w", err)
-		}
+	fmt.Fprintln(n.out, "demo: nginx not found: installing it with "+aptInstall+" (the service is not started)")
+	if err := n.run(ctx, nil, n.script, "nginx"); err != nil {
+		return fmt.Errorf("install nginx: %w", err)
 	}
 	if !n.have() {
-		return errors.New("install nginx: apt-get succeeded but no nginx binary was found")
+		return errors.New("install nginx: " + aptInstall + " succeeded but no nginx binary was found")
 	}
 	return nil
-}
-
-// blockServiceStart writes a policy-rc.d that denies service starts, unless
-// the machine already has one (container images usually do); restore
-// removes only a file it wrote.
-func (n nginxInstaller) blockServiceStart() (restore func(), err error) {
-	if _, err := os.Stat(n.policyPath); err == nil {
-		return func() {}, nil
-	}
-	if err := os.WriteFile(n.policyPath, []byte("#!/bin/sh\n# written by wirekube-demo while it installs nginx\nexit 101\n"), 0o755); err != nil {
-		return nil, fmt.Errorf("install nginx: %s: %w", n.policyPath, err)
-	}
-	return func() { os.Remove(n.policyPath) }, nil
 }

@@ -3,14 +3,16 @@ package envoy
 import (
 	"strings"
 	"testing"
+
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 func TestOverridesApply(t *testing.T) {
-	b, err := Load(TLSConfig)
+	b, err := envoyconfig.LoadShipped(envoyconfig.TLSConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Overrides{
+	o := envoyconfig.Overrides{
 		Admin:     "127.0.0.1:19901",
 		Listeners: map[string]string{"relay_tls": "127.0.0.1:18443", "envoy_metrics": "127.0.0.1:19902"},
 		Clusters:  map[string]string{"extauthz": "127.0.0.1:19001", "bridge": "127.0.0.1:18081", "envoy_admin": "127.0.0.1:19901"},
@@ -20,12 +22,12 @@ func TestOverridesApply(t *testing.T) {
 	if err := o.Apply(b); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	js, err := Marshal(b)
+	js, err := envoyconfig.Marshal(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The output must be a config Envoy accepts: decode and validate it again.
-	again, err := Decode(js)
+	again, err := envoyconfig.Decode(js)
 	if err != nil {
 		t.Fatalf("overridden config does not decode: %v", err)
 	}
@@ -66,19 +68,19 @@ func TestOverridesApply(t *testing.T) {
 func TestOverridesReject(t *testing.T) {
 	tests := []struct {
 		name string
-		o    Overrides
+		o    envoyconfig.Overrides
 		want string
 	}{
-		{"unknown listener", Overrides{Listeners: map[string]string{"relay": "127.0.0.1:1"}}, `no listener named "relay"`},
-		{"unknown cluster", Overrides{Clusters: map[string]string{"authz": "127.0.0.1:1"}}, `no cluster named "authz"`},
-		{"hostname", Overrides{Admin: "localhost:1"}, "literal IP"},
-		{"no port", Overrides{Clusters: map[string]string{"bridge": "127.0.0.1"}}, "missing port"},
-		{"port range", Overrides{Listeners: map[string]string{"relay_tls": "127.0.0.1:70000"}}, "port"},
-		{"cert without key", Overrides{CertFile: "/tmp/c.pem"}, "set both CertFile and KeyFile"},
+		{"unknown listener", envoyconfig.Overrides{Listeners: map[string]string{"relay": "127.0.0.1:1"}}, `no listener named "relay"`},
+		{"unknown cluster", envoyconfig.Overrides{Clusters: map[string]string{"authz": "127.0.0.1:1"}}, `no cluster named "authz"`},
+		{"hostname", envoyconfig.Overrides{Admin: "localhost:1"}, "literal IP"},
+		{"no port", envoyconfig.Overrides{Clusters: map[string]string{"bridge": "127.0.0.1"}}, "missing port"},
+		{"port range", envoyconfig.Overrides{Listeners: map[string]string{"relay_tls": "127.0.0.1:70000"}}, "port"},
+		{"cert without key", envoyconfig.Overrides{CertFile: "/tmp/c.pem"}, "set both CertFile and KeyFile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := Load(TLSConfig)
+			b, err := envoyconfig.LoadShipped(envoyconfig.TLSConfig)
 			if err != nil {
 				t.Fatal(err)
 			}

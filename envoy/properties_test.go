@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // Numbers the config must agree with (the other binaries' defaults).
@@ -200,14 +201,14 @@ func tlsCertFiles(ctx *tlsv3.CommonTlsContext) ([]string, error) {
 		return nil, fmt.Errorf("%d SDS certificate configs, want 1", len(sds))
 	}
 	pcs := sds[0].GetSdsConfig().GetPathConfigSource()
-	if pcs.GetPath() != SDSConfigMountPath || pcs.GetWatchedDirectory().GetPath() != path.Dir(SDSConfigMountPath) {
-		return nil, fmt.Errorf("SDS from %q watching %q, want %s watching its directory", pcs.GetPath(), pcs.GetWatchedDirectory().GetPath(), SDSConfigMountPath)
+	if pcs.GetPath() != envoyconfig.SDSConfigMountPath || pcs.GetWatchedDirectory().GetPath() != path.Dir(envoyconfig.SDSConfigMountPath) {
+		return nil, fmt.Errorf("SDS from %q watching %q, want %s watching its directory", pcs.GetPath(), pcs.GetWatchedDirectory().GetPath(), envoyconfig.SDSConfigMountPath)
 	}
-	data, err := Shipped(SDSConfig)
+	data, err := envoyconfig.Shipped(envoyconfig.SDSConfig)
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := DecodeSDS(data)
+	secrets, err := envoyconfig.DecodeSDS(data)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func tlsCertFiles(ctx *tlsv3.CommonTlsContext) ([]string, error) {
 		}
 		return []string{chain, key}, nil
 	}
-	return nil, fmt.Errorf("%s defines no secret %q", SDSConfig, sds[0].GetName())
+	return nil, fmt.Errorf("%s defines no secret %q", envoyconfig.SDSConfig, sds[0].GetName())
 }
 
 func checkAccessLog(v *view) error {

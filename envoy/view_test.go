@@ -20,6 +20,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // view is a decoded config with the typed messages the property checks read.
@@ -44,7 +46,7 @@ type view struct {
 
 func loadView(t *testing.T, name string) *view {
 	t.Helper()
-	b, err := Load(name)
+	b, err := envoyconfig.Load(name)
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}

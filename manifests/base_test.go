@@ -18,7 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 func TestMain(m *testing.M) {
@@ -36,7 +36,7 @@ func TestEnvoyConfigNoDrift(t *testing.T) {
 		t.Fatalf("no configs in ../envoy: %v", err)
 	}
 	// The SDS resource file is a ConfigMap key under another name.
-	copies := map[string]string{"sds-tls.yaml": "../envoy/" + envoy.SDSConfig}
+	copies := map[string]string{"sds-tls.yaml": "../envoy/" + envoyconfig.SDSConfig}
 	for _, f := range src {
 		copies[filepath.Base(f)] = f
 	}
@@ -223,7 +223,7 @@ func envoyConfig(t *testing.T, r *rendered, d *appsv1.Deployment) *bootstrapv3.B
 		}
 	}
 	cm := into[corev1.ConfigMap](t, r.one(t, "ConfigMap", cmName))
-	b, err := envoy.Decode([]byte(cm.Data[file]))
+	b, err := envoyconfig.Decode([]byte(cm.Data[file]))
 	if err != nil {
 		t.Fatalf("ConfigMap %s key %s: %v", cmName, file, err)
 	}

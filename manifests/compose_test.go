@@ -14,8 +14,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/wirekube/relay-ws/envoy"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 	"github.com/wirekube/relay-ws/internal/version"
 )
 
@@ -144,7 +144,7 @@ func checkComposePorts(t *testing.T, c composeFile) {
 	for name, s := range c.Services {
 		mustf(t, name == "envoy" || len(s.Ports) == 0, "%s publishes %v: only Envoy may", name, s.Ports)
 	}
-	b, err := envoy.Load("../envoy/envoy.yaml")
+	b, err := envoyconfig.Load("../envoy/envoy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +160,12 @@ func checkComposePorts(t *testing.T, c composeFile) {
 	cfg := e.Command[slices.Index(e.Command, "--config-path")+1]
 	host, _ := e.resolve(cfg)
 	mustf(t, host == "envoy/envoy.yaml", "envoy runs %s, backed by %q, want ./envoy/envoy.yaml", cfg, host)
-	sds, _ := e.resolve(envoy.SDSConfigMountPath)
-	mustf(t, sds == "envoy/"+envoy.SDSConfig, "envoy's SDS file %s is backed by %q, want ./envoy/%s", envoy.SDSConfigMountPath, sds, envoy.SDSConfig)
+	sds, _ := e.resolve(envoyconfig.SDSConfigMountPath)
+	mustf(t, sds == "envoy/"+envoyconfig.SDSConfig, "envoy's SDS file %s is backed by %q, want ./envoy/%s", envoyconfig.SDSConfigMountPath, sds, envoyconfig.SDSConfig)
 }
 
 func checkComposeAddresses(t *testing.T, c composeFile) {
-	b, err := envoy.Load("../envoy/envoy.yaml")
+	b, err := envoyconfig.Load("../envoy/envoy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 func checkTLSMount(t *testing.T, r *rendered, d *appsv1.Deployment) {
@@ -89,7 +89,7 @@ func sdsFiles(t *testing.T, r *rendered, d *appsv1.Deployment, path, name string
 		}
 	}
 	cm := into[corev1.ConfigMap](t, r.one(t, "ConfigMap", cmName))
-	secrets, err := envoy.DecodeSDS([]byte(cm.Data[key]))
+	secrets, err := envoyconfig.DecodeSDS([]byte(cm.Data[key]))
 	if err != nil || len(secrets) == 0 {
 		t.Fatalf("SDS file %s (ConfigMap %s key %s): %d secrets, %v", path, cmName, key, len(secrets), err)
 	}

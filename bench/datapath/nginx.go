@@ -35,21 +35,10 @@ type nginxFront struct {
 
 // nginxMain is the main config around the shipped http-context file: enough
 // descriptors and connections for the idle-session run (two per session).
-const nginxMain = `master_process off;
-worker_rlimit_nofile 262144;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log crit;
-events { worker_connections 131072; }
-http {
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    access_log off;
-    include %[1]s/site.conf;
+func nginxMain(dir string) string {
+	return stack.NginxMain{Dir: dir, Include: "site.conf", ErrorLog: dir + "/error.log crit", AccessLog: "off",
+		WorkerConnections: 131072, RlimitNofile: 262144}.Render()
 }
-`
 
 // startNginx renders the shipped config (only the substitutions the e2e
 // suite makes) for this run, with tune's changes (tuneNginx) and then
@@ -82,7 +71,7 @@ func startNginx(ctx context.Context, bin, dir, bridge, auth, cert, key, tune str
 		return nil, err
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxMain, dir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxMain(dir)), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-g", "daemon off;")

@@ -113,26 +113,8 @@ func startNginx(ctx context.Context, procs *stack.Procs, repo, dir string, o sta
 	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o644); err != nil {
 		return nil, err
 	}
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;" // the worker reads this run's key file
-	}
-	main := fmt.Sprintf(`%[1]s
-master_process off;
-worker_rlimit_nofile 20000;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log error;
-events { worker_connections %[3]d; }
-http {
-    client_body_temp_path %[2]s/client_body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
-    access_log off;
-    include %[2]s/site.conf;
-}
-`, user, dir, nginxConnections)
+	main := stack.NginxMain{Dir: dir, Include: "site.conf", ErrorLog: dir + "/error.log error", AccessLog: "off",
+		WorkerConnections: nginxConnections, RlimitNofile: 20000}.Render()
 	conf := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(conf, []byte(main), 0o644); err != nil {
 		return nil, err

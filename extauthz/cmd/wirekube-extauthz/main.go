@@ -6,13 +6,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,8 +18,6 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz"
 	"github.com/wirekube/relay-ws/internal/cli"
-	"github.com/wirekube/relay-ws/internal/logging"
-	"github.com/wirekube/relay-ws/internal/version"
 )
 
 func main() { os.Exit(cli.Main("wirekube-extauthz", run, nil)) }
@@ -31,25 +26,17 @@ func main() { os.Exit(cli.Main("wirekube-extauthz", run, nil)) }
 // to stderr; --version prints to stdout.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := extauthz.DefaultOptions()
-	fs := flag.NewFlagSet("wirekube-extauthz", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	opts.AddFlags(fs)
-	showVersion := version.AddFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
+	if done, err := cli.ParseService("wirekube-extauthz", &opts, args, stdout, stderr); done || err != nil {
 		return err
-	}
-	if *showVersion {
-		return version.Print(stdout, "wirekube-extauthz")
 	}
 	xcfg, err := opts.Complete()
 	if err != nil {
 		return err
 	}
-	log, err := logging.New(stderr, opts.LogFormat, opts.LogLevel)
+	log, reg, err := cli.StartService("wirekube-extauthz", stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
 	}
-	log.Info("wirekube-extauthz starting", version.LogAttrs()...)
 	cfg, err := restConfig(opts.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
@@ -73,9 +60,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		version.NewCollector())
 	clients := extauthz.NewClients(kube, dyn)
 	clients.Reviews = reviews.AuthenticationV1()
 	return extauthz.Run(ctx, xcfg, clients, reg, log)

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // accessLog writes one JSON line per request with exactly the fields of the
@@ -29,15 +29,11 @@ type accessLog struct {
 }
 
 func newAccessLog(w io.Writer) (*accessLog, error) {
-	data, err := envoy.Shipped(envoy.TLSConfig)
+	b, err := envoyconfig.LoadShipped(envoyconfig.TLSConfig)
 	if err != nil {
 		return nil, err
 	}
-	b, err := envoy.Decode(data)
-	if err != nil {
-		return nil, err
-	}
-	f, err := envoy.AccessLogFormat(b, "relay_tls")
+	f, err := envoyconfig.AccessLogFormat(b, "relay_tls")
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
@@ -36,11 +36,11 @@ func newLoggingServer(t *testing.T, access io.Writer) *Server {
 // put in the path, the query, the Host, a cookie, the User-Agent or an extra
 // Authorization header.
 func TestAccessLogFollowsEnvoyConfig(t *testing.T) {
-	b, err := envoy.Load("../../../envoy/envoy.yaml")
+	b, err := envoyconfig.Load("../../../envoy/envoy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	format, err := envoy.AccessLogFormat(b, "relay_tls")
+	format, err := envoyconfig.AccessLogFormat(b, "relay_tls")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,22 +4,18 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // relayLimits reads the relay listener's downstream limits from the shipped
-// envoy/envoy.yaml (envoy.ListenerLimits: Envoy's defaults of 1 h idle and
+// envoy/envoy.yaml (envoyconfig.ListenerLimits: Envoy's defaults of 1 h idle and
 // 60 KiB of headers where the config sets none).
-func relayLimits() (envoy.DownstreamLimits, error) {
-	data, err := envoy.Shipped(envoy.TLSConfig)
+func relayLimits() (envoyconfig.DownstreamLimits, error) {
+	b, err := envoyconfig.LoadShipped(envoyconfig.TLSConfig)
 	if err != nil {
-		return envoy.DownstreamLimits{}, err
+		return envoyconfig.DownstreamLimits{}, err
 	}
-	b, err := envoy.Decode(data)
-	if err != nil {
-		return envoy.DownstreamLimits{}, err
-	}
-	return envoy.ListenerLimits(b, "relay_tls")
+	return envoyconfig.ListenerLimits(b, "relay_tls")
 }
 
 // headerBytes is the size Envoy holds against max_request_headers_kb: every

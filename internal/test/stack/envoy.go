@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/wirekube/relay-ws/envoy"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // EnvoyConfigPath is the shipped Envoy config the suite runs when an envoy
@@ -25,7 +25,7 @@ func RealEnvoy() string {
 }
 
 // startEnvoy runs real Envoy with envoy/envoy.yaml, its ports and
-// certificate paths substituted through envoy.Overrides. A start whose port
+// certificate paths substituted through envoyconfig.Overrides. A start whose port
 // was taken meanwhile is retried on fresh ports (Envoy is the last component
 // started, so nothing has read StandinAddr yet).
 func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
@@ -55,7 +55,7 @@ func (s *Stack) startEnvoy(ctx context.Context, bin string) error {
 // writeEnvoyConfig writes the shipped config with this run's addresses (the
 // admin and stats ports picked afresh) and returns its path.
 func (s *Stack) writeEnvoyConfig(cert, key string) (string, error) {
-	b, err := envoy.Load(filepath.Join(s.opts.RepoRoot, EnvoyConfigPath))
+	b, err := envoyconfig.Load(filepath.Join(s.opts.RepoRoot, EnvoyConfigPath))
 	if err != nil {
 		return "", err
 	}
@@ -63,7 +63,7 @@ func (s *Stack) writeEnvoyConfig(cert, key string) (string, error) {
 	if err := repickAddrs(&admin, &stats); err != nil {
 		return "", err
 	}
-	o := envoy.Overrides{
+	o := envoyconfig.Overrides{
 		Admin:     admin,
 		Listeners: map[string]string{"relay_tls": s.StandinAddr, "envoy_metrics": stats},
 		Clusters:  map[string]string{"extauthz": s.ExtauthzGRPC, "bridge": s.BridgeAddr, "envoy_admin": admin},
@@ -72,7 +72,7 @@ func (s *Stack) writeEnvoyConfig(cert, key string) (string, error) {
 	if err := o.Apply(b); err != nil {
 		return "", err
 	}
-	js, err := envoy.Marshal(b)
+	js, err := envoyconfig.Marshal(b)
 	if err != nil {
 		return "", err
 	}

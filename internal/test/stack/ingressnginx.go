@@ -152,7 +152,7 @@ func StartIngressNginx(ctx context.Context, procs *Procs, repoRoot, dir string, 
 	if _, err := writeConfig(dir, "wirekube-relay.conf", site); err != nil {
 		return nil, err
 	}
-	conf, err := writeConfig(dir, "nginx.conf", nginxMainConfig(dir,
+	conf, err := writeConfig(dir, "nginx.conf", siteMain(dir,
 		filepath.Join(o.LogDir, "ingress-nginx-main-error.log")+" crit", "off"))
 	if err != nil {
 		return nil, err

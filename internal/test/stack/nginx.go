@@ -93,7 +93,7 @@ func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o Nginx
 		return nil, fmt.Errorf("nginx config: %w", err)
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxMainConfig(dir, filepath.Join(o.LogDir, "nginx-error.log")+" info",
+	if err := os.WriteFile(conf, []byte(siteMain(dir, filepath.Join(o.LogDir, "nginx-error.log")+" info",
 		filepath.Join(o.LogDir, "nginx-access-other.log"))), 0o644); err != nil {
 		return nil, fmt.Errorf("nginx config: %w", err)
 	}
@@ -108,30 +108,51 @@ func StartNginx(ctx context.Context, procs *Procs, repoRoot, dir string, o Nginx
 	return p, err
 }
 
-// nginxMainConfig is the minimal main config around the http-context file
-// dir/wirekube-relay.conf, with every path inside dir. errorLog and
-// accessLog are the values of those directives ("<path> <level>", "off"):
-// the only parts in which the nginx fronts of the suite differ.
-func nginxMainConfig(dir, errorLog, accessLog string) string {
-	user := ""
+// NginxMain is the minimal main config around one http-context file
+// (Include), with every path inside Dir: the nginx fronts of the e2e suite
+// and of the benches differ only in these fields.
+type NginxMain struct {
+	Dir     string // the prefix: the pid file, the temp paths and Include are in it
+	Include string // the http-context file's name in Dir
+	// ErrorLog and AccessLog are the values of those directives
+	// ("<path> <level>", "off").
+	ErrorLog, AccessLog string
+	WorkerConnections   int
+	RlimitNofile        int // worker_rlimit_nofile; 0 leaves nginx's default
+}
+
+// Render returns the config text.
+func (m NginxMain) Render() string {
+	var b strings.Builder
 	if os.Geteuid() == 0 {
-		user = "user root;" // workers must read the key file of this run
+		b.WriteString("user root;\n") // workers must read the key file of this run
 	}
 	// master_process off: one process, so stopping it by PID (and the
-	// parent-death signal when the test binary dies) leaves no worker behind.
-	return fmt.Sprintf(`%[1]s
-master_process off;
-pid %[2]s/nginx.pid;
-error_log %[3]s;
-events { worker_connections 1024; }
+	// parent-death signal when the test binary dies) leaves no worker
+	// behind, and its CPU and memory are one PID's.
+	b.WriteString("master_process off;\n")
+	if m.RlimitNofile > 0 {
+		fmt.Fprintf(&b, "worker_rlimit_nofile %d;\n", m.RlimitNofile)
+	}
+	fmt.Fprintf(&b, `pid %[1]s/nginx.pid;
+error_log %[2]s;
+events { worker_connections %[3]d; }
 http {
-    client_body_temp_path %[2]s/client_body;
-    proxy_temp_path %[2]s/proxy;
-    fastcgi_temp_path %[2]s/fastcgi;
-    uwsgi_temp_path %[2]s/uwsgi;
-    scgi_temp_path %[2]s/scgi;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
     access_log %[4]s;
-    include %[2]s/wirekube-relay.conf;
+    include %[1]s/%[5]s;
 }
-`, user, dir, errorLog, accessLog)
+`, m.Dir, m.ErrorLog, m.WorkerConnections, m.AccessLog, m.Include)
+	return b.String()
+}
+
+// siteMain is the main config of the suite's fronts around
+// dir/wirekube-relay.conf.
+func siteMain(dir, errorLog, accessLog string) string {
+	return NginxMain{Dir: dir, Include: "wirekube-relay.conf", ErrorLog: errorLog, AccessLog: accessLog,
+		WorkerConnections: 1024}.Render()
 }

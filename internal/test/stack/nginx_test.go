@@ -2,6 +2,7 @@ package stack
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,5 +72,42 @@ func TestRenderNginxConfigKeepsSafetyLines(t *testing.T) {
 		if !strings.Contains(string(shipped), want) {
 			t.Errorf("%s lacks %q", NginxConfigPath, want)
 		}
+	}
+}
+
+// TestNginxMainPassesNginxT: the main config of the suite's fronts and of
+// the benches (RlimitNofile set) is one the real nginx accepts, and it
+// includes the http-context file (a directive nginx refuses outside the
+// http block is put there to show it is read).
+func TestNginxMainPassesNginxT(t *testing.T) {
+	bin, err := NginxBinary()
+	if err != nil {
+		t.Fatalf("%v (make nginx)", err)
+	}
+	for _, m := range []NginxMain{
+		{Include: "wirekube-relay.conf", ErrorLog: "stderr info", AccessLog: "off", WorkerConnections: 1024},
+		{Include: "site.conf", ErrorLog: "stderr crit", AccessLog: "off", WorkerConnections: 4096, RlimitNofile: 8192},
+	} {
+		t.Run(m.Include, func(t *testing.T) {
+			m.Dir = t.TempDir()
+			text := m.Render()
+			if got := strings.Contains(text, "worker_rlimit_nofile 8192;\n"); got != (m.RlimitNofile != 0) {
+				t.Errorf("worker_rlimit_nofile line present %v, want %v:\n%s", got, m.RlimitNofile != 0, text)
+			}
+			// server_tokens is valid only in http, server or location.
+			writeFile(t, filepath.Join(m.Dir, m.Include), "server_tokens off;\n")
+			conf := filepath.Join(m.Dir, "nginx.conf")
+			writeFile(t, conf, text)
+			if out, err := exec.Command(bin, "-t", "-p", m.Dir, "-c", conf).CombinedOutput(); err != nil {
+				t.Fatalf("nginx -t: %v\n%s\n%s", err, out, text)
+			}
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

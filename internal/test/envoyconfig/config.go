@@ -1,14 +1,18 @@
-// Package envoy holds the Envoy bootstrap configs of the gateway (envoy.yaml,
-// envoy-plaintext.yaml) and the code that decodes them with go-control-plane's
-// types. The tests use it to prove every config is one Envoy accepts and that it
-// keeps each protection; the e2e suite uses Overrides to run the same config on
-// ports chosen at run time when an envoy binary is on PATH.
-package envoy
+// Package envoyconfig decodes the gateway's Envoy bootstrap configs (the
+// data in the repository's envoy/ directory: envoy.yaml,
+// envoy-plaintext.yaml, sds/tls.yaml) with go-control-plane's types. Only
+// tests and the test harness use it: envoy/'s tests prove every config is
+// one Envoy accepts and that it keeps each protection, the Envoy stand-in
+// reads its limits and access log format from the shipped config, and the
+// e2e suite uses Overrides to run the same config on ports chosen at run
+// time when an envoy binary is on PATH.
+package envoyconfig
 
 import (
-	"embed"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -42,17 +46,39 @@ const (
 	SDSConfigMountPath = "/etc/envoy/config/sds-tls.yaml"
 )
 
-//go:embed envoy.yaml envoy-plaintext.yaml sds/tls.yaml
-var shipped embed.FS
+// Dir is the repository's envoy/ directory, found from this source file's
+// path: the tests, the e2e suite and the demo are built from the source tree
+// (not with -trimpath), so the path is there.
+func Dir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return "", fmt.Errorf("envoy: no source path for %q (built with -trimpath?)", file)
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "envoy"), nil
+}
 
 // Shipped returns the bytes of a shipped file (TLSConfig, PlaintextConfig or
-// SDSConfig).
+// SDSConfig) as it is in envoy/.
 func Shipped(name string) ([]byte, error) {
-	data, err := shipped.ReadFile(name)
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 	if err != nil {
 		return nil, fmt.Errorf("envoy: shipped config %q: %w", name, err)
 	}
 	return data, nil
+}
+
+// LoadShipped reads and decodes a shipped config (TLSConfig or
+// PlaintextConfig).
+func LoadShipped(name string) (*bootstrapv3.Bootstrap, error) {
+	data, err := Shipped(name)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data)
 }
 
 // Decode parses a YAML (or JSON) Envoy bootstrap. Unknown fields and

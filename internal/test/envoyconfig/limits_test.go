@@ -1,4 +1,4 @@
-package envoy
+package envoyconfig
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // TestListenerLimits: the relay listener's limits as envoy.yaml writes them,
 // and Envoy's defaults (1 h, 60 KiB) for a listener that leaves them unset.
 func TestListenerLimits(t *testing.T) {
-	b, err := Load(TLSConfig)
+	b, err := LoadShipped(TLSConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestListenerLimits(t *testing.T) {
 // TestListenerLimitsDefaults: with max_request_headers_kb and idle_timeout
 // removed from the relay listener, the limits are Envoy's defaults.
 func TestListenerLimitsDefaults(t *testing.T) {
-	b, err := Load(TLSConfig)
+	b, err := LoadShipped(TLSConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
