@@ -224,9 +224,9 @@ func TestKeyMovedRefusedAtCheck(t *testing.T) {
 func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	env := newEnv(t, nil)
 	moveKey(t, env)
-	hub, err := NewWatchHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
-	st := newWatchStream()
+	st := newRevocationStream()
 	moved := bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
 		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
 	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
