@@ -45,6 +45,8 @@ type Config struct {
 	reviewBurst    int
 	// The revocation Watch listener (watch_options.go).
 	watch WatchOptions
+	// The identity header signature (signing.go).
+	signing SigningOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -80,6 +82,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
 		watch:            o.WatchOptions,
+		signing:          o.SigningOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
@@ -130,7 +133,8 @@ func (o *Options) checkScalars() []error {
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
-	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.WatchOptions.Validate()} {
+	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.WatchOptions.Validate(),
+		o.SigningOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -84,6 +84,8 @@ type Options struct {
 	VerifyOptions
 	// WatchOptions: the revocation Watch listener (watch_options.go).
 	WatchOptions
+	// SigningOptions: the signature on the identity headers (signing.go).
+	SigningOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -114,7 +116,8 @@ func DefaultOptions() Options {
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
 		},
-		WatchOptions: DefaultWatchOptions(),
+		WatchOptions:   DefaultWatchOptions(),
+		SigningOptions: DefaultSigningOptions(),
 	}
 }
 
@@ -144,6 +147,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.VerifyOptions.AddFlags(fs)
 	o.WatchOptions.AddFlags(fs)
+	o.SigningOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
