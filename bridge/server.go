@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -33,9 +34,10 @@ type Server struct {
 	revoker       *revoker      // ends sessions whose authorization ended
 	owners        keyOwners     // the session of each registered key
 	probeUpgrader websocket.Upgrader
-	hold          *relayHold  // upgrades waiting for the relay (hold.go)
-	peers         *peerLimits // per-peer bounds (peerlimit.go)
-	backoff       *keyBackoff // key-mismatch windows (backoff.go)
+	hold          *relayHold            // upgrades waiting for the relay (hold.go)
+	peers         *peerLimits           // per-peer bounds (peerlimit.go)
+	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
+	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.
@@ -101,6 +103,9 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
+	if s.signatures, err = newSignatureCheck(cfg, logger, reg); err != nil {
+		return nil, err
+	}
 	if err := registerStateMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
