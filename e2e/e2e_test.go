@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 	t.Run("peer_events", e.testPeerEvents)
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
+	t.Run("forged_headers_straight_to_bridge", e.testForgedToBridge)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("binding_across_replicas", e.testBindingAcrossReplicas)
