@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +40,12 @@ func (e *env) testForgedToBridge(t *testing.T) {
 		wantRefused(t, with(h), http.StatusForbidden, contract.ReasonIdentitySignatureInvalid)
 	})
 	t.Run("signed_answer_for_another_peer", func(t *testing.T) {
+		// The whole set moved to another peer, binding included (else the
+		// bridge refuses the mismatch before the signature): only the
+		// signature still names the first peer.
 		h := answer.Clone()
 		h.Set(contract.HeaderPeer, "s13-victim")
+		h.Set(contract.HeaderBinding, strings.Replace(h.Get(contract.HeaderBinding), ";peer="+id.peer+";", ";peer=s13-victim;", 1))
 		wantRefused(t, with(h), http.StatusForbidden, contract.ReasonIdentitySignatureInvalid)
 	})
 	t.Run("signed_answer_replayed", func(t *testing.T) {
