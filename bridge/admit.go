@@ -98,6 +98,9 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	if err != nil {
 		return known, contract.ReasonIdentityHeaderInvalid, err
 	}
+	if reason, err := s.checkSignature(r.Header, &id); reason != "" {
+		return known, reason, err
+	}
 	id.RequestID = known.RequestID
 	if !s.originAllowed(r) {
 		return known, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
@@ -153,6 +156,8 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, id peerIdentity, r
 	level := slog.LevelInfo
 	if reason == contract.ReasonIdentityHeaderInvalid {
 		level = slog.LevelError
+	} else if signatureRefusal(reason) {
+		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("peer", id.Peer),
 		slog.String("identity", id.Subject), slog.String("request_id", id.RequestID),

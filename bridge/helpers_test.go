@@ -101,6 +101,9 @@ func testOptions(relayAddr string) Options {
 	o.WriteTimeout = 2 * time.Second
 	o.DrainTimeout = 2 * time.Second
 	o.RevocationAddr = "" // revocation_test.go runs the stream against its own fake
+	// signature_test.go checks signatures; the other tests send identity
+	// headers of their own making.
+	o.IdentityKeysFile = ""
 	// Off unless a test is about them (hold_test.go, peerlimit_test.go):
 	// the other tests open many sessions of one peer and expect
 	// relay_unavailable at once.

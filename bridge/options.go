@@ -70,6 +70,9 @@ type Options struct {
 	// RecoveryOptions: the relay hold, the per-peer limits and the
 	// key-mismatch backoff.
 	RecoveryOptions
+	// SignatureOptions: the check of extauthz's signature on the identity
+	// headers (signature.go).
+	SignatureOptions
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -108,6 +111,7 @@ func DefaultOptions() Options {
 			MaxUnregisteredPerPeer: 1,
 			KeyMismatchBackoffMax:  60 * time.Second,
 		},
+		SignatureOptions: DefaultSignatureOptions(),
 	}
 }
 
@@ -130,6 +134,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.RevocationOptions.AddFlags(fs)
 	o.RecoveryOptions.AddFlags(fs)
+	o.SignatureOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -173,7 +178,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
 		}
 	}
-	errs = append(errs, o.RevocationOptions.Validate())
+	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate())
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
 // Server is the bridge. Create it with New, serve it with Run (or mount
@@ -30,9 +31,10 @@ type Server struct {
 	revoker       *revoker      // ends sessions whose authorization ended
 	owners        keyOwners     // the session of each registered key
 	probeUpgrader websocket.Upgrader
-	hold          *relayHold  // upgrades waiting for the relay (hold.go)
-	peers         *peerLimits // per-peer bounds (peerlimit.go)
-	backoff       *keyBackoff // key-mismatch windows (backoff.go)
+	hold          *relayHold            // upgrades waiting for the relay (hold.go)
+	peers         *peerLimits           // per-peer bounds (peerlimit.go)
+	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
+	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.
@@ -103,6 +105,9 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
+	if s.signatures, err = newSignatureCheck(cfg, logger, reg); err != nil {
+		return nil, err
+	}
 	if err := registerStateMetrics(reg, s); err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}

@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 	t.Run("stranger_events", e.testStrangerEvents)
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
+	t.Run("forged_headers_straight_to_bridge", e.testForgedToBridge)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("binding_across_replicas", e.testBindingAcrossReplicas)

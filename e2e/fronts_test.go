@@ -263,7 +263,7 @@ func (e *env) startCutExtauthz(ctx context.Context, m *frontMatrix) (grpcAddr, h
 	}
 	p, err := e.procs.Start("extauthz-cut", e.bins["wirekube-extauthz"], "--grpc-listen="+grpcAddr,
 		"--http-listen="+httpAddr, "--metrics-listen="+metrics, "--kubeconfig="+kubeconfig, "--log-format=json",
-		"--revocation-listen=") // no bridge follows this extauthz: no revocation stream
+		"--revocation-listen=", "--identity-keys-file=") // no bridge follows this extauthz: no revocation stream, no keys to publish
 	if err != nil {
 		return "", "", err
 	}

@@ -56,6 +56,9 @@ type Authorizer struct {
 	// to this process (the RevocationHub; keyholder.go). Set before serving;
 	// nil: none known.
 	holders keyHolders
+	// signer signs relay allows (signing.go): a per-start key until Run
+	// installs the configured one.
+	signer identitySigner
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -92,9 +95,12 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	rv.log = d.Logger
 	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
 		now: d.Now, metrics: m, log: d.Logger}
-	return &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
+	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: d.Events,
-		now: d.Now}, nil
+		now: d.Now}
+	kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
+	a.signer.cur.Store(kr.signer)
+	return a, nil
 }
 
 // RunKeys loads the token verification keys and keeps them fresh until ctx

@@ -41,6 +41,8 @@ type Config struct {
 	revocation RevocationOptions
 	// The admission policy reported on (admissionoptions.go).
 	peerAdmission peerAdmissionConfig
+	// The identity header signature (signing.go).
+	signing SigningOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -77,6 +79,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
 		peerAdmission:    o.PeerAdmissionOptions.complete(),
+		signing:          o.SigningOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {

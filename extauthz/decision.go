@@ -110,7 +110,7 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // act on (events.go; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
-	d := a.decide(ctx, start.Add(a.cfg.checkTimeout), &req)
+	d := a.signer.sign(a.decide(ctx, start.Add(a.cfg.checkTimeout), &req))
 	a.observe(ctx, req, d, time.Since(start))
 	a.observeOffline(d)
 	a.events.Refused(d)

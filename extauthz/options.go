@@ -87,6 +87,8 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
 	PeerAdmissionOptions
+	// SigningOptions: the signature on the identity headers (signing.go).
+	SigningOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -119,6 +121,7 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		SigningOptions:       DefaultSigningOptions(),
 	}
 }
 
@@ -149,6 +152,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.VerifyOptions.AddFlags(fs)
 	o.RevocationOptions.AddFlags(fs)
 	o.PeerAdmissionOptions.AddFlags(fs)
+	o.SigningOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -213,7 +217,7 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -101,6 +101,15 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		return fmt.Errorf("revocation metrics: %w", err)
 	}
 	authz.holders = hub // before any Check is served
+	keyring, err := loadKeyring(cfg.signing)
+	if err == nil {
+		err = authz.installKeyring(keyring, cfg.signing) // before any Check is served
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("identity signing key loaded", "signing_key_id", keyring.signer.KeyID(),
+		"published_key_ids", keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
 	if err := in.OnChange(hub.Notify); err != nil {
 		return err
 	}
@@ -120,6 +129,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	defer in.Shutdown()
 	g.Go(func() error { return authz.RunKeys(gctx) })
 	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
+	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
 	if events != nil {
 		g.Go(func() error { events.Run(gctx); return nil })
 	}

@@ -60,6 +60,7 @@ func TestRun(t *testing.T) {
 	opts.MetricsListen = "unix:" + filepath.Join(dir, "metrics.sock")
 	opts.RevocationListen = "unix:" + filepath.Join(dir, "revocation.sock")
 	opts.RevocationSecretFile = filepath.Join(dir, "secret")
+	opts.IdentityKeysFile = filepath.Join(dir, "identity-keys")
 	cfg, err := opts.Complete()
 	must(t, err)
 	kube := fake.NewSimpleClientset(fixtureObjects()...)

@@ -150,7 +150,14 @@ func checkVolumes(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	for name := range vols {
 		mustf(t, used[name], "volume %s is mounted by no container", name)
 	}
-	secrets := slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Secret != nil })
+	// The shared identity signing key (front=none) is extauthz's alone;
+	// every other Secret volume is Envoy's TLS certificate.
+	for _, c := range ps.Containers {
+		for _, m := range c.VolumeMounts {
+			mustf(t, m.Name != "identity-signing" || c.Name == "extauthz", "%s mounts the identity signing key", c.Name)
+		}
+	}
+	secrets := slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Name != "identity-signing" })
 	e := container(d, "envoy")
 	if e == nil {
 		mustf(t, !secrets, "no Envoy, yet a Secret volume")

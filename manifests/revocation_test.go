@@ -1,10 +1,12 @@
 package manifests
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wirekube/relay-ws/internal/test/render"
 )
@@ -73,15 +75,19 @@ func checkRevocationSocket(t *testing.T, d *appsv1.Deployment) {
 
 // TestChartRevocationOffInBoth: bridge.revocationAddr="" renders the flags empty
 // in both containers (an omitted flag would keep the binaries' default,
-// which is on) and no revocation volume.
+// which is on); the shared volume stays, mounted by both: the identity
+// signing keys extauthz publishes for the bridge live there.
 func TestChartRevocationOffInBoth(t *testing.T) {
 	d := renderChart(t, "--set", "bridge.revocationAddr=").deployment(t)
 	for _, f := range []struct{ c, flag string }{{"bridge", "revocation-addr"}, {"extauthz", "revocation-listen"}} {
 		v, set := flagValue(container(d, f.c).Args, f.flag)
 		mustf(t, set && v == "", "%s --%s=%q (set %v): want it rendered empty", f.c, f.flag, v, set)
 	}
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		mustf(t, v.Name != "revocation", "revocation volume rendered with revocation off")
+	for _, c := range []string{"bridge", "extauthz"} {
+		mounted := slices.ContainsFunc(container(d, c).VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "revocation" })
+		v, _ := flagValue(container(d, c).Args, "identity-keys-file")
+		mustf(t, mounted && v == "/run/wirekube-revocation/identity-keys",
+			"%s with revocation off: mounts the shared volume %v, --identity-keys-file=%q", c, mounted, v)
 	}
 }
 

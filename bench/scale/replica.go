@@ -72,6 +72,7 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"],
 		"--grpc-listen="+r.grpc, "--http-listen="+r.http, "--metrics-listen="+r.metrics,
 		"--revocation-listen="+sock, "--revocation-secret-file="+secret,
+		"--identity-keys-file="+filepath.Join(revDir, "identity-keys"),
 		"--kubeconfig="+kubeconfig, "--log-format=json", "--log-level=warn"); err != nil {
 		return nil, err
 	}
@@ -80,7 +81,8 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 	}
 	if r.bridge, err = procs.Start(name("bridge"), bins["wirekube-bridge"],
 		"--listen="+r.bridgeAddr, "--metrics-listen="+r.bridgeMetrics, "--relay-addr="+r.relayAddr,
-		"--revocation-addr="+sock, "--revocation-secret-file="+secret, "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
+		"--revocation-addr="+sock, "--revocation-secret-file="+secret,
+		"--identity-keys-file="+filepath.Join(revDir, "identity-keys"), "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
 		"--log-format=json", "--log-level=warn"); err != nil {
 		return nil, err
 	}

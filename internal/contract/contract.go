@@ -38,6 +38,12 @@ const (
 	// key hash; no token, no key). The bridge hands it back to extauthz on
 	// the revocation stream, which re-judges it (docs/revocation.md).
 	HeaderBinding = "X-WireKube-Binding"
+	// HeaderSignature is extauthz's Ed25519 signature over the identity
+	// headers above, with an issue time and a single-use nonce
+	// (internal/identitysig, issue 28): the bridge refuses an upgrade
+	// whose identity headers it does not carry, so a header set sent
+	// straight to the bridge's address is worthless.
+	HeaderSignature = "X-WireKube-Signature"
 	// HeaderDenyReason carries the Reason of a denied request.
 	HeaderDenyReason = "X-WireKube-Deny-Reason"
 )
@@ -49,7 +55,8 @@ const (
 const HeaderRequestID = "X-Request-Id"
 
 // IdentityHeaders lists the headers an allow answer for the relay path sets.
-var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires, HeaderBinding}
+var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires, HeaderBinding,
+	HeaderSignature}
 
 // IsWireKubeHeader reports whether name is in the X-WireKube-* family
 // (case-insensitive), the family a proxy strips from client requests.
@@ -213,6 +220,28 @@ const (
 // /readyz fails meanwhile (docs/revocation.md).
 const ReasonRevocationUnavailable Reason = "revocation_unavailable"
 
+// Deny reasons of the identity signature (issue 28), answered by the bridge
+// before the relay is dialled: the identity headers did not come from an
+// extauthz answer the bridge can verify, once, within its window. 403: the
+// front (or whoever reached the bridge's address) vouched for an identity
+// it cannot prove; nginx passes an upstream's status through unchanged.
+const (
+	// No X-WireKube-Signature: a front that does not pass it on, or a
+	// header set sent straight to the bridge.
+	ReasonIdentitySignatureMissing Reason = "identity_signature_missing"
+	// Repeated, malformed, an unknown key id, or a signature that does not
+	// verify over these identity headers (forged or altered).
+	ReasonIdentitySignatureInvalid Reason = "identity_signature_invalid"
+	// Signed longer ago than --identity-signature-max-age, or too far in
+	// the future (clock skew).
+	ReasonIdentitySignatureStale Reason = "identity_signature_stale"
+	// A nonce the bridge already accepted within the window: a replay.
+	ReasonIdentitySignatureReplayed Reason = "identity_signature_replayed"
+	// 503, retryable: --identity-replay-cache-size nonces are remembered
+	// and none has expired yet; the bridge cannot tell a replay apart.
+	ReasonIdentityReplayCacheFull Reason = "identity_replay_cache_full"
+)
+
 // HTTPStatus is the status a deny with this reason answers. Unknown reasons
 // map to 403: fail closed.
 func (r Reason) HTTPStatus() int {
@@ -222,7 +251,7 @@ func (r Reason) HTTPStatus() int {
 	case ReasonTokenMissing, ReasonTokenMalformed, ReasonTokenInvalid, ReasonAudienceMismatch:
 		return http.StatusUnauthorized
 	case ReasonReviewUnavailable, ReasonReviewThrottled, ReasonRelayUnavailable, ReasonAtCapacity, ReasonDraining,
-		ReasonRelayWaitFull, ReasonBridgeUnavailable, ReasonRevocationUnavailable:
+		ReasonRelayWaitFull, ReasonBridgeUnavailable, ReasonRevocationUnavailable, ReasonIdentityReplayCacheFull:
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized

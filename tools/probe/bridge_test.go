@@ -51,7 +51,8 @@ func startRealBridge(t *testing.T, relayAddr string, key relayproto.Key) string 
 	t.Helper()
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout, o.RegisterTimeout = relayAddr, "", 2*time.Second, 2*time.Second
-	o.RevocationAddr = "" // no extauthz here: authFront sets no binding
+	o.RevocationAddr = ""   // no extauthz here: authFront sets no binding
+	o.IdentityKeysFile = "" // nor a signature
 	o.RelayWait = 200 * time.Millisecond
 	cfg, err := o.Complete()
 	if err != nil {

@@ -45,14 +45,21 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonTokenSecretBound:          "the token is bound to a Secret, which the gateway cannot follow: use the agent Pod's projected token or wirekube-relay-token issue --peer NAME",
 	contract.ReasonPeerKeyInvalid:            "the WireKubePeer's spec.publicKey is not a 32-byte base64 key: fix the peer object (kubectl get wkpeer NAME -o yaml)",
 	contract.ReasonIdentityHeaderInvalid:     "the bridge got missing or malformed X-WireKube-* identity headers: fix the proxy config so the ext_authz answer's headers reach the bridge",
+	// 403 from the bridge: the identity headers carry no signature it can
+	// verify (issue 28).
+	contract.ReasonIdentitySignatureMissing:  "the bridge got identity headers without X-WireKube-Signature: the proxy must pass that header from the ext_authz answer like the others (docs/revocation.md#signing); from anywhere but the proxy this is a forgery attempt",
+	contract.ReasonIdentitySignatureInvalid:  "the identity headers' signature does not verify against the keys extauthz published to this bridge: a front that asks another replica's extauthz needs --identity-signing-key-file from one Secret in every replica (docs/revocation.md#signing); otherwise the headers were forged or altered",
+	contract.ReasonIdentitySignatureStale:    "the identity headers were signed longer ago than the bridge's --identity-signature-max-age (or in the future): check the clocks of the gateway's nodes and that the proxy does not hold upgrades; retry",
+	contract.ReasonIdentitySignatureReplayed: "the identity headers' signature was already used once: a proxy retried the upgrade with the same auth answer, or someone replayed it; retry (a fresh check signs anew)",
 
 	// 503: fail closed, retryable.
-	contract.ReasonReviewUnavailable:     "the gateway could not reach the Kubernetes API for TokenReview: retry; check ext_authz's API access and logs",
-	contract.ReasonReviewThrottled:       "TokenReview is throttled: retry later; raise ext_authz's API rate limit if it persists",
-	contract.ReasonRevocationUnavailable: "the bridge is not in sync with extauthz's revocation stream, so it admits nobody it cannot vouch for: check extauthz is running in the same Pod and the revocation socket (--revocation-addr, --revocation-secret-file); retry",
-	contract.ReasonRelayUnavailable:      "the bridge cannot reach the raw relay: check the relay Service and the bridge's /readyz",
-	contract.ReasonAtCapacity:            "the gateway is at its connection limit: retry later or scale the gateway",
-	contract.ReasonDraining:              "the gateway replica is shutting down: retry, another replica will take the connection",
+	contract.ReasonReviewUnavailable:       "the gateway could not reach the Kubernetes API for TokenReview: retry; check ext_authz's API access and logs",
+	contract.ReasonReviewThrottled:         "TokenReview is throttled: retry later; raise ext_authz's API rate limit if it persists",
+	contract.ReasonRevocationUnavailable:   "the bridge is not in sync with extauthz's revocation stream, so it admits nobody it cannot vouch for: check extauthz is running in the same Pod and the revocation socket (--revocation-addr, --revocation-secret-file); retry",
+	contract.ReasonRelayUnavailable:        "the bridge cannot reach the raw relay: check the relay Service and the bridge's /readyz",
+	contract.ReasonAtCapacity:              "the gateway is at its connection limit: retry later or scale the gateway",
+	contract.ReasonDraining:                "the gateway replica is shutting down: retry, another replica will take the connection",
+	contract.ReasonIdentityReplayCacheFull: "the bridge remembers --identity-replay-cache-size signatures within its max age and none expired yet: retry in a second; raise the size if upgrades come this fast",
 
 	// Recovery and per-identity limits (issues 14 and 11).
 	contract.ReasonPeerSessionLimit:      "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",

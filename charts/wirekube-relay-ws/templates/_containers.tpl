@@ -84,6 +84,7 @@ imagePullPolicy: {{ . }}
   - --peer-events=false
   {{- end }}
   {{- include "gw.revocationListenArgs" . | nindent 2 }}
+  {{- include "gw.signingExtauthzArgs" . | nindent 2 }}
   {{- range $x.extraArgs }}
   - {{ . }}
   {{- end }}
@@ -104,9 +105,8 @@ imagePullPolicy: {{ . }}
   {{- include "gw.securityContext" . | nindent 2 }}
   volumeMounts:
   - {name: kube-api-access, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
-  {{- if .Values.bridge.revocationAddr }}
   - {name: revocation, mountPath: /run/wirekube-revocation}
-  {{- end }}
+  {{- include "gw.signingMount" . | nindent 2 }}
 {{- end -}}
 
 {{- define "gw.bridgeContainer" -}}
@@ -124,6 +124,7 @@ imagePullPolicy: {{ . }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
+  - --identity-keys-file=/run/wirekube-revocation/identity-keys
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
@@ -148,8 +149,6 @@ imagePullPolicy: {{ . }}
   resources:
     {{- toYaml $b.resources | nindent 4 }}
   {{- include "gw.securityContext" . | nindent 2 }}
-  {{- if $b.revocationAddr }}
   volumeMounts:
   - {name: revocation, mountPath: /run/wirekube-revocation, readOnly: true}
-  {{- end }}
 {{- end -}}

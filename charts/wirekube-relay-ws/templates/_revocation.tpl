@@ -25,9 +25,10 @@ rendered empty (an omitted flag would keep the binary's default, which is on).
 {{- end -}}
 
 {{- define "gw.revocationVolume" -}}
-{{- if .Values.bridge.revocationAddr }}
-# The revocation socket and its secret: mounted by extauthz and the bridge only.
+# The revocation socket and its secret, and the public identity signing keys extauthz publishes for the
+# bridge (docs/revocation.md#signing): mounted by extauthz and the bridge only. Rendered with revocation off
+# too: the bridge always verifies X-WireKube-Signature against the keys extauthz writes here.
 - name: revocation
   emptyDir: {medium: Memory, sizeLimit: 1Mi}
-{{- end }}
+{{- include "gw.signingVolume" . }}
 {{- end -}}

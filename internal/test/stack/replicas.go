@@ -99,6 +99,7 @@ func (r *Replicas) startExtauthz2(ctx context.Context, s *Stack) ([]string, erro
 		"--grpc-listen=" + grpcAddr, "--http-listen=", "--metrics-listen=" + metrics,
 		"--kubeconfig=" + s.opts.ExtauthzKubeconfig, "--revocation-listen=" + sock,
 		"--revocation-secret-file=" + secret, "--log-format=json",
+		"--identity-keys-file=" + filepath.Join(filepath.Dir(secret), "identity-keys"),
 	}, s.opts.ExtauthzArgs...)
 	p, err := s.procs.Start("extauthz2", s.opts.Bins["wirekube-extauthz"], args...)
 	if err != nil {
@@ -108,7 +109,11 @@ func (r *Replicas) startExtauthz2(ctx context.Context, s *Stack) ([]string, erro
 	if err := WaitFor(ctx, p, startTimeout, HTTPOK("http://"+metrics+"/readyz")); err != nil {
 		return nil, err
 	}
-	return []string{"--revocation-addr=" + sock, "--revocation-secret-file=" + secret}, nil
+	// The fronts ask the stack's extauthz (startFronts), so its signature is
+	// what this bridge must verify: the keys of that extauthz, as a shared
+	// signing key would publish them in every replica.
+	return []string{"--revocation-addr=" + sock, "--revocation-secret-file=" + secret,
+		"--identity-keys-file=" + s.IdentityKeysFile()}, nil
 }
 
 func (r *Replicas) startFronts(ctx context.Context, s *Stack) error {

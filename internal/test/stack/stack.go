@@ -159,6 +159,7 @@ func (s *Stack) StartExtauthz(ctx context.Context) error {
 			"--grpc-listen=" + s.ExtauthzGRPC, "--http-listen=" + s.ExtauthzHTTP,
 			"--metrics-listen=" + s.ExtauthzMetrics, "--kubeconfig=" + s.opts.ExtauthzKubeconfig,
 			"--revocation-listen=" + s.RevocationSocket, "--revocation-secret-file=" + s.RevocationSecret,
+			"--identity-keys-file=" + s.IdentityKeysFile(),
 			"--log-format=json",
 		}, s.opts.ExtauthzArgs...)
 		p, err := s.procs.Start("extauthz", s.opts.Bins["wirekube-extauthz"], args...)
@@ -200,9 +201,18 @@ func (s *Stack) StartBridge(ctx context.Context) error {
 	})
 }
 
-// RevocationArgs are the bridge flags of the stack's revocation stream.
+// RevocationArgs are the bridge flags of the stack's revocation stream and
+// of the identity signature keys extauthz publishes beside its secret.
 func (s *Stack) RevocationArgs() []string {
-	return []string{"--revocation-addr=" + s.RevocationSocket, "--revocation-secret-file=" + s.RevocationSecret}
+	return []string{"--revocation-addr=" + s.RevocationSocket, "--revocation-secret-file=" + s.RevocationSecret,
+		"--identity-keys-file=" + s.IdentityKeysFile()}
+}
+
+// IdentityKeysFile is where the stack's extauthz publishes the public
+// halves of its identity signing keys (its --identity-keys-file), in the
+// directory it shares with the bridge like a Pod's emptyDir.
+func (s *Stack) IdentityKeysFile() string {
+	return filepath.Join(filepath.Dir(s.RevocationSecret), "identity-keys")
 }
 
 // revocationDir makes a short private directory for a revocation socket

@@ -1,0 +1,179 @@
+package bridge
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
+)
+
+// signingKey is a deterministic Ed25519 key standing in for extauthz's.
+func signingKey(b byte) ed25519.PrivateKey {
+	seed := make([]byte, ed25519.SeedSize)
+	for i := range seed {
+		seed[i] = b ^ byte(i)
+	}
+	return ed25519.NewKeyFromSeed(seed)
+}
+
+// publishKeys writes the public halves of privs as extauthz would and
+// returns the file.
+func publishKeys(t *testing.T, privs ...ed25519.PrivateKey) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "identity-keys")
+	var pubs []ed25519.PublicKey
+	for _, p := range privs {
+		pubs = append(pubs, p.Public().(ed25519.PublicKey))
+	}
+	if err := identitysig.WritePublicKeys(path, pubs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// signHeaders adds the signature of signer (its clock at) over hdr's
+// identity headers, as extauthz's answer carries it.
+func signHeaders(hdr http.Header, key ed25519.PrivateKey, at time.Time) http.Header {
+	s := identitysig.NewSigner(key, func() time.Time { return at })
+	hdr.Set(contract.HeaderSignature, s.Sign(identitysig.Fields{Peer: hdr.Get(contract.HeaderPeer),
+		PublicKey: hdr.Get(contract.HeaderPublicKey), Identity: hdr.Get(contract.HeaderIdentity),
+		TokenExpires: hdr.Get(contract.HeaderTokenExpires), Binding: hdr.Get(contract.HeaderBinding)}))
+	return hdr
+}
+
+// TestSignatureRefusedBeforeDial: identity headers the bridge cannot
+// verify are refused with their reason before the relay is dialled (and so
+// before any upgrade), logged at warning level without the signature; a
+// valid one gets as far as the relay dial.
+func TestSignatureRefusedBeforeDial(t *testing.T) {
+	key, other := signingKey(1), signingKey(2)
+	now := time.Now()
+	signed := func(mod func(http.Header)) func() http.Header {
+		return func() http.Header {
+			hdr := identity(testKey(1))
+			if mod != nil {
+				mod(hdr)
+			}
+			return signHeaders(hdr, key, now)
+		}
+	}
+	after := func(sign func() http.Header, mod func(http.Header)) func() http.Header {
+		return func() http.Header { h := sign(); mod(h); return h }
+	}
+	tests := []struct {
+		name    string
+		headers func() http.Header
+		reason  contract.Reason
+	}{
+		{"valid reaches the relay dial", signed(nil), contract.ReasonRelayUnavailable},
+		{"unsigned", func() http.Header { return identity(testKey(1)) }, contract.ReasonIdentitySignatureMissing},
+		{"signed by an unpublished key", func() http.Header { return signHeaders(identity(testKey(1)), other, now) }, contract.ReasonIdentitySignatureInvalid},
+		{"peer changed after signing", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderPeer, "node-b") }), contract.ReasonIdentitySignatureInvalid},
+		{"key changed after signing", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderPublicKey, testKey(2).Base64()) }), contract.ReasonIdentitySignatureInvalid},
+		{"identity changed after signing", after(signed(nil), func(h http.Header) {
+			h.Set(contract.HeaderIdentity, "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b")
+		}), contract.ReasonIdentitySignatureInvalid},
+		{"expiry changed after signing", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderTokenExpires, "2031-01-02T03:04:05Z") }), contract.ReasonIdentitySignatureInvalid},
+		{"binding added after signing", after(signed(nil), func(h http.Header) {
+			for k, v := range boundAs(testKey(1), "system:serviceaccount:wirekube-system:wirekube-agent", "agent-a") {
+				h[k] = v
+			}
+		}), contract.ReasonIdentitySignatureInvalid},
+		{"repeated", after(signed(nil), func(h http.Header) { h.Add(contract.HeaderSignature, h.Get(contract.HeaderSignature)) }), contract.ReasonIdentitySignatureInvalid},
+		{"garbage", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderSignature, "v1.secret-token-value") }), contract.ReasonIdentitySignatureInvalid},
+		{"stale", func() http.Header { return signHeaders(identity(testKey(1)), key, now.Add(-31*time.Second)) }, contract.ReasonIdentitySignatureStale},
+		{"from the future", func() http.Header { return signHeaders(identity(testKey(1)), key, now.Add(time.Minute)) }, contract.ReasonIdentitySignatureStale},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dials atomic.Int32
+			o := testOptions("127.0.0.1:1")
+			o.IdentityKeysFile = publishKeys(t, key)
+			o.DialRelay = func(context.Context, string, string) (net.Conn, error) {
+				dials.Add(1)
+				return nil, errors.New("relay down (test)")
+			}
+			logs := &testutil.SyncBuffer{}
+			srv := mustNew(t, o, logs, prometheus.NewRegistry())
+			r := upgradeRequest()
+			r.Header = tt.headers()
+			for k, v := range upgradeRequest().Header {
+				if !contract.IsWireKubeHeader(k) {
+					r.Header[k] = v
+				}
+			}
+			w := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(w, r)
+			if w.Code != tt.reason.HTTPStatus() || w.Header().Get(contract.HeaderDenyReason) != string(tt.reason) {
+				t.Fatalf("got %d %q, want %d %q", w.Code, w.Header().Get(contract.HeaderDenyReason), tt.reason.HTTPStatus(), tt.reason)
+			}
+			if got := promtest.ToFloat64(srv.metrics.rejects.WithLabelValues(string(tt.reason))); got != 1 {
+				t.Errorf("rejects_total{reason=%q} = %v, want 1", tt.reason, got)
+			}
+			if tt.reason == contract.ReasonRelayUnavailable {
+				if dials.Load() == 0 {
+					t.Fatal("a valid signature never reached the relay dial")
+				}
+				return
+			}
+			if n := dials.Load(); n != 0 {
+				t.Errorf("the relay was dialled %d times for a refused signature", n)
+			}
+			if !containsAll(logs.String(), `"level":"WARN"`, `"reason":"`+string(tt.reason)+`"`) {
+				t.Errorf("log lacks WARN and the reason: %s", logs)
+			}
+			if sig := r.Header.Get(contract.HeaderSignature); strings.Contains(logs.String(), "secret-token-value") ||
+				(sig != "" && strings.Contains(logs.String(), sig)) {
+				t.Errorf("log carries the signature header: %s", logs)
+			}
+		})
+	}
+}
+
+// TestSignedSessionNotReplayable: a signed header set admits one session
+// through a real relay; the same set sent again is refused as a replay,
+// and a fresh signature of the same identity is admitted.
+func TestSignedSessionNotReplayable(t *testing.T) {
+	key := signingKey(1)
+	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = publishKeys(t, key) })
+	k := testKey(1)
+	hdr := signHeaders(identity(k), key, time.Now())
+	h.registeredAs(t, hdr, k)
+	refusedWith(t, h.url, hdr, contract.ReasonIdentitySignatureReplayed)
+	h.registeredAs(t, signHeaders(identity(k), key, time.Now()), k)
+	if got := promtest.ToFloat64(h.srv.metrics.rejects.WithLabelValues(string(contract.ReasonIdentitySignatureReplayed))); got != 1 {
+		t.Errorf("replayed rejects = %v, want 1", got)
+	}
+}
+
+// TestSignatureOptionsValidate: each bad value names its flag.
+func TestSignatureOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*Options)
+		flag string
+	}{
+		{func(o *Options) { o.IdentitySignatureMaxAge = 0 }, "--identity-signature-max-age"},
+		{func(o *Options) { o.IdentitySignatureMaxAge = 6 * time.Minute }, "--identity-signature-max-age"},
+		{func(o *Options) { o.IdentityReplayCacheSize = 0 }, "--identity-replay-cache-size"},
+	} {
+		o := DefaultOptions()
+		tc.mod(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("Validate = %v, want an error naming %s", err, tc.flag)
+		}
+	}
+}

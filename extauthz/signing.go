@@ -1,0 +1,221 @@
+package extauthz
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
+)
+
+// DefaultIdentityKeysFile is where extauthz publishes the public halves of
+// its identity signing keys: the directory it shares with the bridge of its
+// Pod (docs/revocation.md#signing).
+const DefaultIdentityKeysFile = "/run/wirekube-revocation/identity-keys"
+
+// signingReloadInterval is how often the key files are re-read when set
+// (a mounted Secret changes in place; kubelet's own sync takes up to about
+// a minute more).
+const signingReloadInterval = 10 * time.Second
+
+// maxPEMFileLen bounds a key file read.
+const maxPEMFileLen = 64 << 10
+
+// SigningOptions configure the signature on the identity headers (issue 28,
+// docs/revocation.md#signing).
+type SigningOptions struct {
+	// IdentitySigningKeyFile is a PEM Ed25519 private key (PKCS #8, from a
+	// Secret mounted into this container only) to sign with. Empty (the
+	// default): a fresh key pair at every start, which only the bridge of
+	// this Pod knows: right when the front asks the extauthz of the same Pod
+	// (Envoy in the Pod, the nginx/Caddy/Traefik sidecars); a front that may
+	// ask another replica (ingress-nginx auth-url to the Service, front:
+	// none) needs the same key in every replica.
+	IdentitySigningKeyFile string
+	// IdentityAcceptedKeysFile holds further PEM keys (PUBLIC KEY or
+	// PRIVATE KEY blocks) whose public halves are published but never
+	// signed with: the next key before a rotation, the previous one after
+	// it. Optional.
+	IdentityAcceptedKeysFile string
+	// IdentityKeysFile is where the public halves are written (mode 0644),
+	// for the bridge's --identity-keys-file. Default DefaultIdentityKeysFile;
+	// empty publishes nothing (the bridge then needs the public key some
+	// other way).
+	IdentityKeysFile string
+}
+
+// DefaultSigningOptions returns the documented defaults.
+func DefaultSigningOptions() SigningOptions {
+	return SigningOptions{IdentityKeysFile: DefaultIdentityKeysFile}
+}
+
+// AddFlags registers the signing flags on fs.
+func (o *SigningOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh key pair per start, known only to the bridge of this Pod")
+	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s")
+	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys are written to, for the bridge's --identity-keys-file; empty publishes none")
+}
+
+// Validate reports every invalid field, each error naming its flag.
+func (o *SigningOptions) Validate() error {
+	if o.IdentityAcceptedKeysFile != "" && o.IdentitySigningKeyFile == "" {
+		return errors.New("--identity-accepted-keys-file: needs --identity-signing-key-file (a per-start key has no rotation)")
+	}
+	return nil
+}
+
+// keyring is the loaded signing state: the signer and every public key
+// published beside its own.
+type keyring struct {
+	signer    *identitysig.Signer
+	published []ed25519.PublicKey
+}
+
+// loadKeyring reads the key files; without a signing key file it makes a
+// fresh key pair.
+func loadKeyring(o SigningOptions) (*keyring, error) {
+	if o.IdentitySigningKeyFile == "" {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader) // crypto/rand never fails (Go 1.24+)
+		s := identitysig.NewSigner(priv, nil)
+		return &keyring{signer: s, published: []ed25519.PublicKey{s.Public()}}, nil
+	}
+	privs, pubs, err := readPEMKeys("identity-signing-key-file", o.IdentitySigningKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if len(privs) != 1 || len(pubs) != 1 {
+		return nil, fmt.Errorf("--identity-signing-key-file: want exactly one PRIVATE KEY block, got %d keys", len(pubs))
+	}
+	kr := &keyring{signer: identitysig.NewSigner(privs[0], nil), published: pubs}
+	if o.IdentityAcceptedKeysFile != "" {
+		_, more, err := readPEMKeys("identity-accepted-keys-file", o.IdentityAcceptedKeysFile)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range more {
+			if !slices.ContainsFunc(kr.published, func(p ed25519.PublicKey) bool { return p.Equal(k) }) {
+				kr.published = append(kr.published, k)
+			}
+		}
+	}
+	if len(kr.published) > identitysig.MaxPublicKeys {
+		return nil, fmt.Errorf("--identity-accepted-keys-file: at most %d keys in all, got %d", identitysig.MaxPublicKeys, len(kr.published))
+	}
+	return kr, nil
+}
+
+func readPEMKeys(flagName, path string) ([]ed25519.PrivateKey, []ed25519.PublicKey, error) {
+	b, err := identitysig.ReadFileBounded(path, maxPEMFileLen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	privs, pubs, err := identitysig.ParsePEMKeys(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return privs, pubs, nil
+}
+
+// same reports whether two keyrings sign with the same key and publish the
+// same keys.
+func (k *keyring) same(o *keyring) bool {
+	return k.signer.KeyID() == o.signer.KeyID() && slices.EqualFunc(k.published, o.published,
+		func(a, b ed25519.PublicKey) bool { return bytes.Equal(a, b) })
+}
+
+// fingerprints are the key ids, for the log line (never the keys).
+func (k *keyring) fingerprints() []string {
+	ids := make([]string, len(k.published))
+	for i, p := range k.published {
+		ids[i] = identitysig.KeyID(p)
+	}
+	return ids
+}
+
+// identitySigner signs the relay allows of an Authorizer. The zero value
+// signs nothing; NewAuthorizer installs a per-start key so that an
+// Authorizer never answers an allow the bridge would refuse as unsigned.
+type identitySigner struct {
+	cur atomic.Pointer[identitysig.Signer]
+}
+
+// sign adds X-WireKube-Signature to a relay allow (one that carries
+// X-WireKube-Peer); other decisions are returned as they are.
+func (s *identitySigner) sign(d Decision) Decision {
+	signer := s.cur.Load()
+	if !d.Allowed() || signer == nil {
+		return d
+	}
+	var f identitysig.Fields
+	for _, h := range d.Headers {
+		switch h.Name {
+		case contract.HeaderPeer:
+			f.Peer = h.Value
+		case contract.HeaderPublicKey:
+			f.PublicKey = h.Value
+		case contract.HeaderIdentity:
+			f.Identity = h.Value
+		case contract.HeaderTokenExpires:
+			f.TokenExpires = h.Value
+		case contract.HeaderBinding:
+			f.Binding = h.Value
+		}
+	}
+	if f.Peer == "" {
+		return d // not the relay path: nothing the bridge reads
+	}
+	d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
+	return d
+}
+
+// installKeyring publishes kr's public keys, then signs with it: the bridge
+// of this Pod knows a key before any answer carries it.
+func (a *Authorizer) installKeyring(kr *keyring, o SigningOptions) error {
+	if o.IdentityKeysFile != "" {
+		if err := identitysig.WritePublicKeys(o.IdentityKeysFile, kr.published); err != nil {
+			return fmt.Errorf("--identity-keys-file: %w (mount the directory the bridge shares, docs/revocation.md#signing)", err)
+		}
+	}
+	a.signer.cur.Store(kr.signer)
+	return nil
+}
+
+// runSigning loads the signing keys, publishes them and, when they come
+// from files, re-reads them every signingReloadInterval until ctx is done.
+// A reload that fails keeps the keys in use and logs the error.
+func (a *Authorizer) runSigning(ctx context.Context, o SigningOptions, kr *keyring, log *slog.Logger) error {
+	if o.IdentitySigningKeyFile == "" {
+		return nil
+	}
+	t := time.NewTicker(signingReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		next, err := loadKeyring(o)
+		if err == nil && next.same(kr) {
+			continue
+		}
+		if err == nil {
+			err = a.installKeyring(next, o)
+		}
+		if err != nil {
+			log.Error("identity signing keys not reloaded, keeping the current ones", "error", err)
+			continue
+		}
+		kr = next
+		log.Info("identity signing keys reloaded", "signing_key_id", kr.signer.KeyID(), "published_key_ids", kr.fingerprints())
+	}
+}

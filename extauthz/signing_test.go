@@ -1,0 +1,131 @@
+package extauthz
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
+)
+
+// writeKeyPEM writes a fresh Ed25519 private key as PKCS #8 PEM (what
+// openssl genpkey and Helm's genPrivateKey "ed25519" write) and returns it.
+func writeKeyPEM(t *testing.T, path string) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	must(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	must(t, err)
+	must(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	return priv
+}
+
+// TestRelayAllowSignature: a relay allow carries X-WireKube-Signature, and
+// a bridge reading the published keys file verifies it over exactly the
+// identity headers of that answer, once.
+func TestRelayAllowSignature(t *testing.T) {
+	dir := t.TempDir()
+	o := SigningOptions{IdentitySigningKeyFile: filepath.Join(dir, "key.pem"), IdentityKeysFile: filepath.Join(dir, "keys")}
+	writeKeyPEM(t, o.IdentitySigningKeyFile)
+	e := newEnv(t, nil)
+	kr, err := loadKeyring(o)
+	must(t, err)
+	must(t, e.authz.installKeyring(kr, o))
+
+	resp, _ := e.srv.Check(context.Background(), relayCheck(e.answer(static(podBound())), nil))
+	got := map[string][]string{}
+	for _, h := range resp.GetOkResponse().GetHeaders() {
+		got[h.GetHeader().GetKey()] = append(got[h.GetHeader().GetKey()], h.GetHeader().GetValue())
+	}
+	one := func(name string) string {
+		if len(got[name]) != 1 {
+			t.Fatalf("%s: %d values in the allow, want 1 (answer %v)", name, len(got[name]), got)
+		}
+		return got[name][0]
+	}
+	f := identitysig.Fields{Peer: one(contract.HeaderPeer), PublicKey: one(contract.HeaderPublicKey),
+		Identity: one(contract.HeaderIdentity), TokenExpires: one(contract.HeaderTokenExpires), Binding: one(contract.HeaderBinding)}
+	v := &identitysig.Verifier{Keys: identitysig.NewFileKeys(o.IdentityKeysFile, time.Second).Lookup,
+		MaxAge: 30 * time.Second, Replay: identitysig.NewReplayCache(4)}
+	sig := []string{one(contract.HeaderSignature)}
+	for _, want := range []contract.Reason{"", contract.ReasonIdentitySignatureReplayed} {
+		if reason, err := v.Verify(sig, f); reason != want {
+			t.Fatalf("Verify = %q (%v), want %q", reason, err, want)
+		}
+	}
+}
+
+// TestSigningKeyReload (synctest): a rotated key file is picked up within
+// one reload interval, published before it signs; a broken file keeps the
+// keys in use.
+func TestSigningKeyReload(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		o := SigningOptions{IdentitySigningKeyFile: filepath.Join(dir, "key.pem"),
+			IdentityAcceptedKeysFile: filepath.Join(dir, "accepted.pem"), IdentityKeysFile: filepath.Join(dir, "keys")}
+		old := writeKeyPEM(t, o.IdentitySigningKeyFile)
+		writeKeyPEM(t, o.IdentityAcceptedKeysFile) // the next key, published ahead
+		e := newEnv(t, nil)
+		kr, err := loadKeyring(o)
+		must(t, err)
+		must(t, e.authz.installKeyring(kr, o))
+		published := func() map[string]ed25519.PublicKey {
+			b, err := os.ReadFile(o.IdentityKeysFile)
+			must(t, err)
+			keys, err := identitysig.ParsePublicKeys(b)
+			must(t, err)
+			return keys
+		}
+		if n := len(published()); n != 2 {
+			t.Fatalf("published %d keys, want the signing and the accepted key", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- e.authz.runSigning(ctx, o, kr, e.authz.log) }()
+
+		must(t, os.WriteFile(o.IdentitySigningKeyFile, []byte("not a key"), 0o600))
+		time.Sleep(signingReloadInterval)
+		synctest.Wait()
+		if id := e.authz.signer.cur.Load().KeyID(); id != identitysig.KeyID(old.Public().(ed25519.PublicKey)) {
+			t.Fatalf("a broken key file replaced the signer (%s)", id)
+		}
+		next := writeKeyPEM(t, o.IdentitySigningKeyFile)
+		must(t, os.WriteFile(o.IdentityAcceptedKeysFile, pemOfPublic(t, old.Public()), 0o600))
+		time.Sleep(signingReloadInterval)
+		synctest.Wait()
+		nextID := identitysig.KeyID(next.Public().(ed25519.PublicKey))
+		if id := e.authz.signer.cur.Load().KeyID(); id != nextID {
+			t.Fatalf("signer %s after the reload, want %s", id, nextID)
+		}
+		keys := published()
+		if _, ok := keys[nextID]; !ok || len(keys) != 2 {
+			t.Fatalf("published %v, want the new and the previous key", keys)
+		}
+		cancel()
+		must(t, <-done)
+	})
+}
+
+func pemOfPublic(t *testing.T, pub any) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	must(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// TestSigningOptionsValidate: an accepted keys file without a signing key
+// file is refused, naming the flag.
+func TestSigningOptionsValidate(t *testing.T) {
+	o := DefaultOptions()
+	o.IdentityAcceptedKeysFile = "/x"
+	if _, err := o.Complete(); err == nil || !strings.Contains(err.Error(), "--identity-accepted-keys-file") {
+		t.Fatalf("Complete = %v, want an error naming --identity-accepted-keys-file", err)
+	}
+}

@@ -1,0 +1,200 @@
+package identitysig
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The public keys file: what extauthz publishes and the bridge trusts. One
+// key a line, "ed25519 <standard base64 of the 32-byte key>"; blank lines
+// and lines starting with # are ignored. At most MaxPublicKeys keys and
+// MaxKeysFileLen bytes.
+const (
+	MaxPublicKeys  = 16
+	MaxKeysFileLen = 4096
+	keyLinePrefix  = "ed25519 "
+)
+
+// ErrKeys is returned for a keys file or PEM that cannot be used, and
+// ErrUnknownKey for a key id the bridge's keys file does not hold.
+var (
+	ErrKeys       = errors.New("identitysig: keys")
+	ErrUnknownKey = errors.New("identitysig: unknown key id")
+)
+
+// ParsePublicKeys reads a public keys file's content (the bridge reads a
+// file in a directory it shares with extauthz: bounded, strict).
+func ParsePublicKeys(b []byte) (map[string]ed25519.PublicKey, error) {
+	if len(b) > MaxKeysFileLen {
+		return nil, fmt.Errorf("%w: file over %d bytes", ErrKeys, MaxKeysFileLen)
+	}
+	keys := make(map[string]ed25519.PublicKey)
+	n := 0
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		raw, ok := strings.CutPrefix(line, keyLinePrefix)
+		d, err := base64.StdEncoding.Strict().DecodeString(raw)
+		if !ok || err != nil || len(d) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("%w: line %d: want %q and 32 bytes of standard base64", ErrKeys, i+1, keyLinePrefix)
+		}
+		if n++; n > MaxPublicKeys {
+			return nil, fmt.Errorf("%w: over %d keys", ErrKeys, MaxPublicKeys)
+		}
+		pub := ed25519.PublicKey(d)
+		keys[KeyID(pub)] = pub
+	}
+	return keys, nil
+}
+
+// FormatPublicKeys renders keys as a public keys file.
+func FormatPublicKeys(keys []ed25519.PublicKey) []byte {
+	var b strings.Builder
+	b.WriteString("# wirekube-extauthz identity signing keys (public halves; docs/revocation.md#signing)\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s%s\n", keyLinePrefix, base64.StdEncoding.EncodeToString(k))
+	}
+	return []byte(b.String())
+}
+
+// WritePublicKeys writes keys to path atomically (a temporary file in the
+// same directory, then a rename), mode 0644: they are public.
+func WritePublicKeys(path string, keys []ed25519.PublicKey) error {
+	if len(keys) == 0 || len(keys) > MaxPublicKeys {
+		return fmt.Errorf("%w: want 1 to %d keys, got %d", ErrKeys, MaxPublicKeys, len(keys))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".identity-keys-*")
+	if err != nil {
+		return fmt.Errorf("identity keys: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // nothing left to remove after the rename
+	_, werr := tmp.Write(FormatPublicKeys(keys))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(name, 0o644)); err != nil {
+		return fmt.Errorf("identity keys: %w", err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("identity keys: %w", err)
+	}
+	return nil
+}
+
+// ParsePEMKeys reads PEM blocks of Ed25519 keys: "PRIVATE KEY" (PKCS #8,
+// what `openssl genpkey -algorithm ed25519` and Helm's genPrivateKey
+// "ed25519" write) and "PUBLIC KEY" (PKIX, `openssl pkey -pubout`). It
+// returns the private keys in file order and the public half of every key.
+func ParsePEMKeys(b []byte) (privs []ed25519.PrivateKey, pubs []ed25519.PublicKey, err error) {
+	for rest := b; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		var k any
+		switch blk.Type {
+		case "PRIVATE KEY":
+			k, err = x509.ParsePKCS8PrivateKey(blk.Bytes)
+		case "PUBLIC KEY":
+			k, err = x509.ParsePKIXPublicKey(blk.Bytes)
+		default:
+			return nil, nil, fmt.Errorf("%w: PEM block %q, want PRIVATE KEY or PUBLIC KEY", ErrKeys, blk.Type)
+		}
+		switch k := k.(type) {
+		case ed25519.PrivateKey:
+			privs, pubs = append(privs, k), append(pubs, k.Public().(ed25519.PublicKey))
+		case ed25519.PublicKey:
+			pubs = append(pubs, k)
+		default:
+			return nil, nil, fmt.Errorf("%w: a %s block that is no Ed25519 key: %v", ErrKeys, blk.Type, err)
+		}
+	}
+	if len(pubs) == 0 {
+		return nil, nil, fmt.Errorf("%w: no PEM key block", ErrKeys)
+	}
+	return privs, pubs, nil
+}
+
+// ReadFileBounded reads at most limit bytes of path; a longer file is an
+// error.
+func ReadFileBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrKeys, path, limit)
+	}
+	return b, nil
+}
+
+// FileKeys are the public keys of a keys file, re-read when a signature
+// names a key id it does not hold, at most once per minReload (so that
+// unknown key ids cost at most one small file read per interval). Safe for
+// concurrent use.
+type FileKeys struct {
+	path      string
+	minReload time.Duration
+
+	mu     sync.Mutex
+	keys   map[string]ed25519.PublicKey
+	loaded time.Time // last read attempt; zero: never
+	err    error     // of the last read attempt
+}
+
+// NewFileKeys returns the keys of path, read at the first Lookup.
+func NewFileKeys(path string, minReload time.Duration) *FileKeys {
+	return &FileKeys{path: path, minReload: minReload}
+}
+
+// Lookup returns the key of kid. The error of an unknown id wraps
+// ErrUnknownKey and, when the last read failed, its error.
+func (k *FileKeys) Lookup(kid string, now time.Time) (ed25519.PublicKey, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pub, ok := k.keys[kid]; ok {
+		return pub, nil
+	}
+	if k.loaded.IsZero() || now.Sub(k.loaded) >= k.minReload {
+		k.loaded = now
+		k.err = k.load()
+		if pub, ok := k.keys[kid]; ok {
+			return pub, nil
+		}
+	}
+	if k.err != nil {
+		return nil, fmt.Errorf("%w (reading %s: %w)", ErrUnknownKey, k.path, k.err)
+	}
+	return nil, ErrUnknownKey
+}
+
+// load replaces the keys with the file's; on an error it keeps the old ones.
+func (k *FileKeys) load() error {
+	b, err := ReadFileBounded(k.path, MaxKeysFileLen)
+	if err != nil {
+		return err
+	}
+	keys, err := ParsePublicKeys(b)
+	if err != nil {
+		return err
+	}
+	k.keys = keys
+	return nil
+}
