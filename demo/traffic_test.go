@@ -46,7 +46,8 @@ func pair(t *testing.T) (a, b *testagent.Conn, ka, kb relayproto.Key) {
 	_, relayAddr := refrelaytest.Start(t, refrelay.Options{DisableUDP: true})
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", time.Second
-	o.RevocationAddr = "" // no extauthz here: identityFront sets no binding
+	o.RevocationAddr = ""   // no extauthz here: identityFront sets no binding
+	o.IdentityKeysFile = "" // nor a signature: no extauthz signs for identityFront
 	cfg, err := o.Complete()
 	if err != nil {
 		t.Fatal(err)

@@ -280,7 +280,8 @@ func (g *gateway) startRelay() error {
 func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", cfg.Drain
-	o.RevocationAddr = "" // no extauthz here (and no binding header)
+	o.RevocationAddr = ""   // no extauthz here (and no binding header)
+	o.IdentityKeysFile = "" // nor a signature: the bench sets the identity headers itself
 	c, err := o.Complete()
 	if err != nil {
 		return nil, err

@@ -42,7 +42,8 @@ func TestRenderIngressNginx(t *testing.T) {
 		"auth_request        /_external-auth-L3JlbGF5-Exact;",
 		"proxy_set_header            X-Original-URL          $scheme://$http_host$request_uri;",
 		"auth_request_set $authHeader0 $upstream_http_x_wirekube_peer;",
-		"proxy_set_header 'X-WireKube-Deny-Reason' $authHeader5;",
+		"proxy_set_header 'X-WireKube-Signature' $authHeader5;",
+		"proxy_set_header 'X-WireKube-Deny-Reason' $authHeader6;",
 		"set $target http://127.0.0.1:19002/;",
 		"server 127.0.0.1:18081;",
 	} {
