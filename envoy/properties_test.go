@@ -49,7 +49,8 @@ func errIf(cond bool, format string, args ...any) error {
 }
 
 func properties() []property {
-	return slices.Concat(listenerProperties(), filterProperties(), routeProperties(), limitProperties(), recoveryProperties())
+	return slices.Concat(listenerProperties(), filterProperties(), routeProperties(), limitProperties(), recoveryProperties(),
+		sourceLimitProperties())
 }
 
 func listenerProperties() []property {
@@ -256,7 +257,8 @@ func filterProperties() []property {
 			return errors.Join(errs...)
 		}, func(v *view) { v.mutation.Mutations.RequestMutations = v.mutation.Mutations.RequestMutations[2:] }},
 		{"filter_order", func(v *view) error {
-			want := []string{"envoy.filters.http.header_mutation", "envoy.filters.http.ext_authz", "envoy.filters.http.router"}
+			// The rate limit before ext_authz: a limited upgrade costs no Check.
+			want := []string{"envoy.filters.http.header_mutation", localRateLimitFilter, "envoy.filters.http.ext_authz", "envoy.filters.http.router"}
 			return errIf(!slices.Equal(v.filters, want), "http filters %v, want %v", v.filters, want)
 		}, func(v *view) { v.filters[0], v.filters[1] = v.filters[1], v.filters[0] }},
 		{"ext_authz_grpc_loopback_http2", func(v *view) error {

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // testPublicKey is a well-formed WireGuard public key (32 bytes, base64).
@@ -235,6 +237,16 @@ func checkEnvoyLimits(t *testing.T, b *bootstrapv3.Bootstrap, bridge *corev1.Con
 	}
 	mustf(t, gotDown == downstream, "overload manager max_active_downstream_connections %d, want %d", gotDown, downstream)
 	mustf(t, gotHeap == heap, "overload manager max_heap_size_bytes %d, want %d", gotHeap, heap)
+	// The per-source upgrade bucket holds a whole replica's reconnect storm
+	// behind one address, for every address the overload manager admits.
+	for _, l := range b.GetStaticResources().GetListeners() {
+		if !strings.HasPrefix(l.GetName(), "relay_") {
+			continue
+		}
+		src, err := envoyconfig.RelaySourceLimit(b, l.GetName())
+		mustf(t, err == nil && uint64(src.Burst) == sessions && uint64(src.Buckets) == downstream,
+			"per-source limit %+v (%v), want a burst of %d and %d buckets", src, err, sessions, downstream)
+	}
 }
 
 // TestChartPDB: maxUnavailable with unready Pods evictable by default, none

@@ -176,6 +176,11 @@ const (
 	ReasonSessionsListRate Reason = "sessions_list_rate"
 )
 
+// ReasonSourceRateLimited (429, from the front, issue 28): one client address
+// asked for more /relay upgrades than its bucket holds (Envoy's local rate
+// limit on the relay route, docs/deploy.md); Envoy adds Retry-After.
+const ReasonSourceRateLimited Reason = "source_rate_limited"
+
 // Close reasons sent in the WebSocket close frame after the upgrade.
 const (
 	CloseRegisterTimeout     Reason = "register_timeout"      // 1008
@@ -255,7 +260,8 @@ func (r Reason) HTTPStatus() int {
 		return http.StatusServiceUnavailable
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized
-	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit, ReasonSessionsListBusy, ReasonSessionsListRate:
+	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit, ReasonSessionsListBusy, ReasonSessionsListRate,
+		ReasonSourceRateLimited:
 		return http.StatusTooManyRequests
 	default:
 		return http.StatusForbidden

@@ -121,7 +121,7 @@ file exactly once (a renamed field fails the render instead of silently keeping 
 {{- $file := index . 1 -}}
 {{- $l := include "gw.envoyLimits" $root | fromJson -}}
 {{- $s := $root.Files.Get $file -}}
-{{- range $key, $value := dict "max_active_downstream_connections" $l.downstream "max_heap_size_bytes" $l.heapBytes "max_connections" $l.sessions "max_requests" $l.sessions -}}
+{{- range $key, $value := dict "max_active_downstream_connections" $l.downstream "max_heap_size_bytes" $l.heapBytes "max_connections" $l.sessions "max_requests" $l.sessions "max_tokens" $l.sessions "max_dynamic_descriptors" $l.downstream -}}
 {{- $re := printf "(?m)^(\\s+%s: )[0-9]+$" $key -}}
 {{- if ne (len (regexFindAll $re $s -1)) 1 -}}
 {{- fail (printf "%s: want exactly one %s line to set from bridge.maxSessions" $file $key) -}}

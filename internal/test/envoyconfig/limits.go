@@ -5,6 +5,7 @@ import (
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	localrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 )
 
@@ -63,4 +64,59 @@ func listenerHCM(b *bootstrapv3.Bootstrap, listener string) (*hcmv3.HttpConnecti
 		return nil, fmt.Errorf("envoy: listener %s has no HTTP connection manager", listener)
 	}
 	return nil, fmt.Errorf("envoy: no listener %s", listener)
+}
+
+// SourceLimit is the per-client-address bucket of the relay route (Envoy's
+// HTTP local rate limit with a blank-valued remote_address descriptor: one
+// bucket per distinct address).
+type SourceLimit struct {
+	// Burst is the bucket's max_tokens: upgrades one address may make at once.
+	Burst uint32
+	// PerFill tokens are added every FillInterval.
+	PerFill      uint32
+	FillInterval time.Duration
+	// Buckets is max_dynamic_descriptors: addresses tracked at once (LRU).
+	Buckets uint32
+}
+
+// RelaySourceLimit returns the per-source limit of the named listener's route
+// named "relay", or an error when the route has none.
+func RelaySourceLimit(b *bootstrapv3.Bootstrap, listener string) (SourceLimit, error) {
+	hcm, err := listenerHCM(b, listener)
+	if err != nil {
+		return SourceLimit{}, err
+	}
+	for _, vh := range hcm.GetRouteConfig().GetVirtualHosts() {
+		for _, r := range vh.GetRoutes() {
+			a, ok := r.GetTypedPerFilterConfig()["envoy.filters.http.local_ratelimit"]
+			if r.GetName() != "relay" || !ok {
+				continue
+			}
+			l := &localrlv3.LocalRateLimit{}
+			if err := a.UnmarshalTo(l); err != nil {
+				return SourceLimit{}, fmt.Errorf("envoy: relay route local rate limit: %w", err)
+			}
+			return sourceLimit(l)
+		}
+	}
+	return SourceLimit{}, fmt.Errorf("envoy: listener %s: no relay route with a local rate limit", listener)
+}
+
+func sourceLimit(l *localrlv3.LocalRateLimit) (SourceLimit, error) {
+	for _, d := range l.GetDescriptors() {
+		e := d.GetEntries()
+		if len(e) != 1 || e[0].GetKey() != "remote_address" || e[0].GetValue() != "" {
+			continue
+		}
+		tb := d.GetTokenBucket()
+		lim := SourceLimit{Burst: tb.GetMaxTokens(), PerFill: 1, FillInterval: tb.GetFillInterval().AsDuration(), Buckets: 20}
+		if tb.GetTokensPerFill() != nil { // token_bucket.proto: 1 when unset
+			lim.PerFill = tb.GetTokensPerFill().GetValue()
+		}
+		if m := l.GetMaxDynamicDescriptors(); m != nil { // local_rate_limit.proto: 20 when unset
+			lim.Buckets = m.GetValue()
+		}
+		return lim, nil
+	}
+	return SourceLimit{}, fmt.Errorf("envoy: relay route local rate limit has no blank-valued remote_address descriptor")
 }

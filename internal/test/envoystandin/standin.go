@@ -7,7 +7,8 @@
 // status_on_error 503, a 3 s timeout), apply the OK answer's headers (with
 // their append semantics) and headers_to_remove, drop Authorization (the
 // route's request_headers_to_remove), relay a deny's status, headers and
-// body, and proxy the WebSocket upgrade to the bridge. When an `envoy`
+// body, and proxy the WebSocket upgrade to the bridge. Before ext_authz it
+// applies the route's per-client-address upgrade limit (sourcelimit.go). When an `envoy`
 // binary is on PATH the suite runs real Envoy instead.
 package envoystandin
 
@@ -32,6 +33,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
 // Options configure the stand-in. Every field is required except the ones
@@ -56,6 +58,9 @@ type Options struct {
 	// idle_timeout and max_request_headers_kb in envoy/envoy.yaml (limits.go).
 	IdleTimeout           time.Duration
 	MaxRequestHeaderBytes int
+	// SourceLimit defaults (when zero) to the relay route's per-source
+	// upgrade limit in envoy/envoy.yaml (sourcelimit.go).
+	SourceLimit envoyconfig.SourceLimit
 }
 
 // Server is the stand-in. It is safe for concurrent use.
@@ -66,6 +71,8 @@ type Server struct {
 	proxy  *httputil.ReverseProxy
 	logger *slog.Logger
 	access *accessLog // nil: no access log
+	// sources is the relay route's per-client-address upgrade limit.
+	sources *sourceLimiter
 	// httpAuth is set in the http_service variant (conn and authz are nil).
 	httpAuth *httpServiceClient
 }
@@ -93,9 +100,19 @@ func New(o Options) (*Server, error) {
 			o.MaxRequestHeaderBytes = lim.MaxRequestHeaderBytes
 		}
 	}
+	if o.SourceLimit == (envoyconfig.SourceLimit{}) {
+		lim, err := relaySourceLimit()
+		if err != nil {
+			return nil, fmt.Errorf("envoystandin: source limit: %w", err)
+		}
+		o.SourceLimit = lim
+	}
+	if l := o.SourceLimit; l.PerFill == 0 || l.FillInterval <= 0 || l.Buckets == 0 {
+		return nil, fmt.Errorf("envoystandin: source limit %+v: want tokens, an interval and buckets", l)
+	}
 	// The host is a name only: bridgeCluster dials the endpoints.
 	target := &url.URL{Scheme: "http", Host: "bridge"}
-	s := &Server{opts: o, logger: o.Logger}
+	s := &Server{opts: o, logger: o.Logger, sources: newSourceLimiter(o.SourceLimit)}
 	if o.AccessLog != nil {
 		var err error
 		if s.access, err = newAccessLog(o.AccessLog); err != nil {
@@ -176,6 +193,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case s.opts.RelayPath:
 		x.route = "relay"
+		// The route's local rate limit runs before ext_authz.
+		if ok, retry := s.sources.allow(clientAddr(r)); !ok {
+			x.details = "local_rate_limited"
+			sourceRateLimited(x.rec, retry)
+			return
+		}
 		s.relay(x)
 	case "/healthz", "/readyz":
 		x.route, x.details = strings.TrimPrefix(r.URL.Path, "/"), "via_upstream"
