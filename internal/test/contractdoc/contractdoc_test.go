@@ -1,6 +1,7 @@
 package contractdoc
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,5 +136,27 @@ func TestConstantsReadsTheContract(t *testing.T) {
 		if kinds[k] == 0 {
 			t.Errorf("no %s* constant of type Reason found", k)
 		}
+	}
+}
+
+// TestGRPCCodes: the sentence on status.code maps each HTTP status to its
+// gRPC name, over a line break; a status named twice differently or a
+// missing sentence is an error.
+func TestGRPCCodes(t *testing.T) {
+	got, err := parseGRPCCodes("extauthz sets `status.code` to\n  `INVALID_ARGUMENT` (400) or `UNAVAILABLE` (503); `X` (404) is elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int]string{400: "INVALID_ARGUMENT", 503: "UNAVAILABLE"}; !maps.Equal(got, want) {
+		t.Errorf("codes %v, want %v", got, want)
+	}
+	if _, err := parseGRPCCodes("sets `status.code` to `A` (400) or `B` (400);"); err == nil {
+		t.Error("two codes for 400: no error")
+	}
+	if _, err := parseGRPCCodes("no such sentence"); err == nil {
+		t.Error("no sentence: no error")
+	}
+	if got := GRPCCodes(t)[403]; got != "PERMISSION_DENIED" {
+		t.Errorf("docs/spec.md's code for 403 %q, want PERMISSION_DENIED", got)
 	}
 }

@@ -77,3 +77,8 @@ func (d *Doc) anchorLine(anchor string) (int, error) {
 	}
 	return 0, fmt.Errorf("%s: no anchor %q", d.Path, anchor)
 }
+
+// errorf is an error about docs/spec.md.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(SpecPath+": "+format, args...)
+}
