@@ -160,3 +160,25 @@ func TestGRPCCodes(t *testing.T) {
 		t.Errorf("docs/spec.md's code for 403 %q, want PERMISSION_DENIED", got)
 	}
 }
+
+// TestCodeTables: every table headed "code" is found with its section's
+// anchor, other tables are passed over, and a malformed code table is an
+// error.
+func TestCodeTables(t *testing.T) {
+	text := sample + "| name | x |\n|---|---|\n| `n` | 1 |\n\n<a id=\"more\"></a>\n| code | meaning |\n|---|---|\n| `gamma` | g |\n"
+	tbs, err := Parse("sample.md", text).parseCodeTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tb := range tbs {
+		got = append(got, tb.Anchor+":"+strings.Join(tb.Codes(), ","))
+	}
+	if want := []string{"codes:alpha,beta", "more:gamma"}; !slices.Equal(got, want) {
+		t.Errorf("tables %q, want %q", got, want)
+	}
+	bad := strings.Replace(text, "| `gamma` | g |", "| `gamma` |", 1)
+	if _, err := Parse("sample.md", bad).parseCodeTables(); err == nil || !strings.Contains(err.Error(), "1 cells, the header has 2") {
+		t.Errorf("error %v, want one on the short gamma row", err)
+	}
+}

@@ -65,12 +65,17 @@ func (d *Doc) ParseTable(anchor string) (Table, error) {
 	if err != nil {
 		return Table{}, err
 	}
-	tb := Table{Anchor: anchor}
 	for i++; i < len(d.Lines) && !strings.HasPrefix(d.Lines[i], "|"); i++ {
 		if strings.Contains(d.Lines[i], `<a id="`) {
-			return tb, fmt.Errorf("%s:%d: section %q has no table before the next anchor", d.Path, i+1, anchor)
+			return Table{}, fmt.Errorf("%s:%d: section %q has no table before the next anchor", d.Path, i+1, anchor)
 		}
 	}
+	return d.tableAt(i, anchor)
+}
+
+// tableAt parses the table whose header is line i, in the section anchor.
+func (d *Doc) tableAt(i int, anchor string) (Table, error) {
+	tb := Table{Anchor: anchor}
 	if i+1 >= len(d.Lines) {
 		return tb, fmt.Errorf("%s: section %q has no table", d.Path, anchor)
 	}
@@ -91,6 +96,47 @@ func (d *Doc) ParseTable(anchor string) (Table, error) {
 	}
 	tb.End = i
 	return tb, nil
+}
+
+var anchorRe = regexp.MustCompile(`<a id="([a-z0-9-]+)"></a>`)
+
+// CodeTables returns every table of the document whose first header cell
+// is "code", each with the anchor of the section above it, failing the
+// test on a malformed one.
+func (d *Doc) CodeTables(t testing.TB) []Table {
+	t.Helper()
+	tbs, err := d.parseCodeTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbs
+}
+
+func (d *Doc) parseCodeTables() ([]Table, error) {
+	var out []Table
+	anchor := ""
+	for i := 0; i < len(d.Lines); i++ {
+		line := d.Lines[i]
+		if !strings.HasPrefix(line, "|") {
+			if m := anchorRe.FindStringSubmatch(line); m != nil {
+				anchor = m[1]
+			}
+			continue
+		}
+		if !strings.EqualFold(splitRow(line)[0], "code") {
+			for i+1 < len(d.Lines) && strings.HasPrefix(d.Lines[i+1], "|") {
+				i++ // another table: skip it whole
+			}
+			continue
+		}
+		tb, err := d.tableAt(i, anchor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tb)
+		i = tb.End - 1
+	}
+	return out, nil
 }
 
 // Codes is the code of every row of the table.
@@ -137,4 +183,16 @@ func isRule(line string, n int) bool {
 		}
 	}
 	return true
+}
+
+// SplitRow splits a Markdown table line in its trimmed cells.
+func SplitRow(line string) []string { return splitRow(line) }
+
+// Anchors is the set of the document's anchors (<a id="...">).
+func (d *Doc) Anchors() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range anchorRe.FindAllStringSubmatch(d.Text(), -1) {
+		out[m[1]] = true
+	}
+	return out
 }
