@@ -2,8 +2,6 @@ package readme
 
 import (
 	"cmp"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,13 +15,9 @@ var readmeCodeRe = regexp.MustCompile("`([a-z0-9_]+)`")
 
 // readmeContract returns README.md's contract section: from its
 // <a id="contract"></a> to the next "## " heading after its own.
-func readmeContract(t *testing.T, root string) string {
+func readmeContract(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	readme := contractdoc.Read(t, "README.md").Text()
 	start := strings.Index(readme, `<a id="contract"></a>`)
 	if start < 0 {
 		t.Fatal(`README.md has no <a id="contract"></a> section`)
@@ -85,8 +79,7 @@ func closeName(n int) string {
 // close code of its close reasons, and no other; every reason code the
 // section names is a code of docs/spec.md.
 func TestReadmeContractNamesEveryAnswer(t *testing.T) {
-	root := repoRoot(t)
-	section := readmeContract(t, root)
+	section := readmeContract(t)
 	gotStatus, gotClose := readmeAnswers(t, section)
 	specCodes := map[string]bool{}
 	var wantStatus, wantClose []string
