@@ -11,42 +11,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 	"github.com/wirekube/relay-ws/relayproto"
 )
-
-// silenceRange matches "3 to 3.25 `--ping-interval`s" and its variants in
-// the documents and the flag help.
-var silenceRange = regexp.MustCompile("([0-9]+(?:\\.[0-9]+)?) to ([0-9]+(?:\\.[0-9]+)?) (?:`--ping-interval`s|periods|intervals)")
-
-// specSilence is the silence range (in ping intervals) of docs/spec.md's
-// ping_timeout row.
-func specSilence(t *testing.T) (lo, hi float64) {
-	t.Helper()
-	src, err := os.ReadFile("../docs/spec.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(src)) {
-		if !strings.HasPrefix(line, "| `ping_timeout` |") {
-			continue
-		}
-		m := silenceRange.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("docs/spec.md: the ping_timeout row names no silence range: %s", line)
-		}
-		lo, _ = strconv.ParseFloat(m[1], 64)
-		hi, _ = strconv.ParseFloat(m[2], 64)
-		return lo, hi
-	}
-	t.Fatal("docs/spec.md: no ping_timeout row")
-	return 0, 0
-}
 
 // TestSilenceLimitMatchesTheSpec: a registered client whose last frame
 // came at any point of a quarter interval is closed after a silence within
@@ -55,7 +27,7 @@ func specSilence(t *testing.T) (lo, hi float64) {
 // nanosecond of the lower), so the spec is exact, not only true. In
 // synctest bubbles, one per moment of the last frame.
 func TestSilenceLimitMatchesTheSpec(t *testing.T) {
-	lo, hi := specSilence(t)
+	lo, hi := contractdoc.SpecSilence(t).Floats()
 	const interval = 40 * time.Millisecond
 	in := func(n float64) time.Duration { return time.Duration(n * float64(interval)) }
 	var silences []time.Duration
@@ -112,8 +84,7 @@ func silenceUntilClosed(t *testing.T, interval, after time.Duration) time.Durati
 // --ping-interval help state the silence range of docs/spec.md, and no
 // document (the README, any page of docs/) states another.
 func TestSilenceRangeSameEverywhere(t *testing.T) {
-	lo, hi := specSilence(t)
-	want := fmt.Sprintf("%g to %g", lo, hi)
+	want := contractdoc.SpecSilence(t).String()
 	var fs flag.FlagSet
 	o := DefaultOptions()
 	o.AddFlags(&fs)
@@ -130,13 +101,13 @@ func TestSilenceRangeSameEverywhere(t *testing.T) {
 		texts[doc] = string(src)
 	}
 	for name, text := range texts {
-		found := silenceRange.FindAllStringSubmatch(text, -1)
+		found := contractdoc.Silences(text)
 		if len(found) == 0 && (name == "--ping-interval help" || name == "../docs/bridge.md" || name == "../docs/spec.md") {
 			t.Errorf("%s states no silence range for ping_timeout", name)
 		}
-		for _, m := range found {
-			if got := m[1] + " to " + m[2]; got != want {
-				t.Errorf("%s: %q, docs/spec.md says %s", name, m[0], want)
+		for _, s := range found {
+			if s.String() != want {
+				t.Errorf("%s: %q, docs/spec.md says %s", name, s.Text, want)
 			}
 		}
 	}

@@ -3,9 +3,6 @@ package extauthz
 import (
 	"context"
 	"fmt"
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 )
 
 // checkRequest builds a CheckRequest as Envoy fills it for a WebSocket
@@ -395,27 +393,13 @@ func assertDenied(t *testing.T, resp *authv3.CheckResponse, reason contract.Reas
 // CamelCase.
 func specGRPCCodes(t *testing.T) map[int]string {
 	t.Helper()
-	spec, err := os.ReadFile("../docs/spec.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(strings.Fields(string(spec)), " ")
-	i := strings.Index(text, "sets `status.code` to")
-	if i < 0 {
-		t.Fatal("docs/spec.md: no sentence on status.code")
-	}
-	sentence, _, _ := strings.Cut(text[i:], ";")
 	out := map[int]string{}
-	for _, m := range regexp.MustCompile("`([A-Z_]+)` \\((\\d{3})\\)").FindAllStringSubmatch(sentence, -1) {
-		st, _ := strconv.Atoi(m[2])
+	for st, name := range contractdoc.GRPCCodes(t) {
 		camel := ""
-		for _, w := range strings.Split(strings.ToLower(m[1]), "_") {
+		for _, w := range strings.Split(strings.ToLower(name), "_") {
 			camel += strings.ToUpper(w[:1]) + w[1:]
 		}
 		out[st] = camel
-	}
-	if len(out) == 0 {
-		t.Fatal("docs/spec.md: no gRPC codes parsed")
 	}
 	return out
 }

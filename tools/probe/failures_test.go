@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -33,37 +29,9 @@ type reasonConst struct {
 // package's source, so a reason added there is tested here without edits.
 func contractReasons(t *testing.T) []reasonConst {
 	t.Helper()
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("../../internal/contract/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("contract sources: %v", err)
-	}
 	var out []reasonConst
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		{
-			ast.Inspect(f, func(n ast.Node) bool {
-				vs, ok := n.(*ast.ValueSpec)
-				if !ok || vs.Type == nil || fmt.Sprint(vs.Type) != "Reason" {
-					return true
-				}
-				for i, name := range vs.Names {
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok {
-						t.Fatalf("%s is not a string literal", name)
-					}
-					v, _ := strconv.Unquote(lit.Value)
-					out = append(out, reasonConst{name.Name, contract.Reason(v)})
-				}
-				return true
-			})
-		}
+	for _, c := range contractdoc.Constants(t, "Reason") {
+		out = append(out, reasonConst{c.Name, contract.Reason(c.Value)})
 	}
 	if len(out) < 20 {
 		t.Fatalf("found only %d reasons in internal/contract: the parser is broken", len(out))
@@ -109,53 +77,26 @@ func TestEveryContractReasonHasAFix(t *testing.T) {
 // table).
 func specCloses(t *testing.T) (codes map[contract.Reason][]int, probeOnly map[contract.Reason]bool) {
 	t.Helper()
-	spec, err := os.ReadFile("../../docs/spec.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(spec)
-	i := strings.Index(text, `<a id="close-reasons"></a>`)
-	if i < 0 {
-		t.Fatal("docs/spec.md: no close-reasons anchor")
-	}
+	spec := contractdoc.Spec(t)
 	codes, probeOnly = map[contract.Reason][]int{}, map[contract.Reason]bool{}
-	lines := strings.Split(text[i:], "\n")
-	n := 0
-	inTable := false
-	for ; n < len(lines); n++ {
-		line := lines[n]
-		if !strings.HasPrefix(line, "|") {
-			if inTable {
-				break
-			}
-			continue
-		}
-		inTable = true
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[0]), "`") {
-			continue
-		}
-		r := contract.Reason(strings.Trim(strings.TrimSpace(cells[0]), "`"))
+	for _, row := range spec.Table(t, "close-reasons").Rows {
+		r := contract.Reason(row.Code())
 		codes[r] = []int{}
-		for _, c := range strings.Split(cells[1], ",") {
+		for _, c := range strings.Split(row.Cell("close"), ",") {
 			if c = strings.TrimSpace(c); c == "none" {
 				continue
 			}
 			v, err := strconv.Atoi(c)
 			if err != nil {
-				t.Fatalf("docs/spec.md close-reasons row %s: close cell %q", r, cells[1])
+				t.Fatalf("docs/spec.md:%d: close cell %q of %s", row.Line, row.Cell("close"), r)
 			}
 			codes[r] = append(codes[r], v)
 		}
-		probeOnly[r] = strings.Contains(cells[2], contract.SubprotocolProbe)
+		probeOnly[r] = strings.Contains(row.Cell("when"), contract.SubprotocolProbe)
 	}
 	// "A session extauthz revokes ... closes with 1008 and that rule's deny
 	// reason: `pod_not_found`, ... ([docs/revocation.md](...))."
-	para := strings.Join(lines[n:], " ")
-	if k := strings.Index(para, "\n\n"); k >= 0 {
-		para = para[:k]
-	}
-	para, _, _ = strings.Cut(para, "([docs/revocation.md]")
+	para, _, _ := strings.Cut(spec.ParagraphAfter(t, "close-reasons"), "([docs/revocation.md]")
 	if !strings.Contains(para, "closes with 1008") {
 		t.Fatalf("docs/spec.md: the paragraph after the close-reasons table no longer says \"closes with 1008\": %q", para)
 	}

@@ -2,26 +2,22 @@ package readme
 
 import (
 	"cmp"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 )
 
 var readmeCodeRe = regexp.MustCompile("`([a-z0-9_]+)`")
 
 // readmeContract returns README.md's contract section: from its
 // <a id="contract"></a> to the next "## " heading after its own.
-func readmeContract(t *testing.T, root string) string {
+func readmeContract(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	readme := contractdoc.Read(t, "README.md").Text()
 	start := strings.Index(readme, `<a id="contract"></a>`)
 	if start < 0 {
 		t.Fatal(`README.md has no <a id="contract"></a> section`)
@@ -50,7 +46,7 @@ func readmeAnswers(t *testing.T, section string) (statuses, closes []string) {
 			in = false
 			continue
 		}
-		cells := splitRow(line)
+		cells := contractdoc.SplitRow(line)
 		switch {
 		case cells[0] == "answer":
 			in = true
@@ -83,12 +79,11 @@ func closeName(n int) string {
 // close code of its close reasons, and no other; every reason code the
 // section names is a code of docs/spec.md.
 func TestReadmeContractNamesEveryAnswer(t *testing.T) {
-	root := repoRoot(t)
-	section := readmeContract(t, root)
+	section := readmeContract(t)
 	gotStatus, gotClose := readmeAnswers(t, section)
 	specCodes := map[string]bool{}
 	var wantStatus, wantClose []string
-	for _, r := range parseSpecTables(t, filepath.Join(root, specPath)) {
+	for _, r := range parseSpecTables(t) {
 		specCodes[r.code] = true
 		switch r.anchor {
 		case "deny-reasons":
@@ -124,7 +119,7 @@ func TestReadmeContractNamesEveryAnswer(t *testing.T) {
 func TestSpecRevocationReasonsAreTheBridgesRevokedCloses(t *testing.T) {
 	root := repoRoot(t)
 	closeRow := map[string]bool{}
-	for _, r := range parseSpecTables(t, filepath.Join(root, specPath)) {
+	for _, r := range parseSpecTables(t) {
 		if r.anchor == "close-reasons" {
 			closeRow[r.code] = true
 		}
@@ -138,7 +133,7 @@ func TestSpecRevocationReasonsAreTheBridgesRevokedCloses(t *testing.T) {
 	if len(sent) < 5 {
 		t.Fatalf("found only %d deny reasons the bridge closes with: the scanner is broken", len(sent))
 	}
-	doc := specRevocationReasons(t, root)
+	doc := specRevocationReasons(t)
 	for code := range sent {
 		if !doc[code] {
 			t.Errorf("the bridge closes a revoked session with 1008 `%s`; %s's paragraph on revoked sessions does not name it",
@@ -156,18 +151,13 @@ func TestSpecRevocationReasonsAreTheBridgesRevokedCloses(t *testing.T) {
 // session closes with: the paragraph below the close-reasons table, "A
 // session extauthz revokes ... closes with 1008 and that rule's deny reason:
 // `pod_not_found`, ... ([docs/revocation.md](revocation.md))".
-func specRevocationReasons(t *testing.T, root string) map[string]bool {
+func specRevocationReasons(t *testing.T) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, specPath))
-	if err != nil {
-		t.Fatal(err)
+	para := contractdoc.Spec(t).ParagraphAfter(t, "close-reasons")
+	if !strings.HasPrefix(para, "A session extauthz revokes") {
+		t.Fatalf("%s: no paragraph on the close reasons of a revoked session below #close-reasons: %.200q", specPath, para)
 	}
-	text := strings.Join(strings.Fields(string(b)), " ")
-	i := strings.Index(text, "A session extauthz revokes")
-	if i < 0 {
-		t.Fatalf("%s: no paragraph on the close reasons of a revoked session", specPath)
-	}
-	para, _, ok := strings.Cut(text[i:], "([docs/revocation.md]")
+	para, _, ok := strings.Cut(para, "([docs/revocation.md]")
 	if !ok || !strings.Contains(para, "closes with 1008") {
 		t.Fatalf("%s: the revocation paragraph changed shape: %.200q", specPath, para)
 	}

@@ -14,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 )
 
 // scanCodes returns every reason or result code of the module: the string
-// constants of internal/contract's named types, and constants of type
+// constants of internal/contract's named types (read by contractdoc), and constants of type
 // contract.Reason declared elsewhere. Close codes come from the bridge's
 // closeWith(code, reason, err) calls.
 func scanCodes(t *testing.T, root string) []codeConst {
@@ -32,12 +34,19 @@ func scanCodes(t *testing.T, root string) []codeConst {
 	}
 	var codes []codeConst
 	byName := map[string]int{} // name as the bridge spells it -> index in codes
+	for _, c := range contractdoc.Constants(t, "") {
+		if types[c.Type] && !notCodeTypes[c.Type] {
+			byName["contract."+c.Name] = len(codes)
+			codes = append(codes, codeConst{name: "contract." + c.Name, value: c.Value, file: filepath.ToSlash(c.File)})
+		}
+	}
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
 		dir := path.Dir(rel)
+		if dir == "internal/contract" {
+			continue // read above, by internal/test/contractdoc
+		}
 		for _, spec := range constSpecs(files[rel]) {
-			typ := typeName(spec.Type)
-			if dir == "internal/contract" && (!types[typ] || notCodeTypes[typ]) ||
-				dir != "internal/contract" && typ != "contract.Reason" {
+			if typeName(spec.Type) != "contract.Reason" {
 				continue
 			}
 			for i, name := range spec.Names {
@@ -50,11 +59,7 @@ func scanCodes(t *testing.T, root string) []codeConst {
 				}
 				v, _ := strconv.Unquote(lit.Value)
 				qual := name.Name
-				switch dir {
-				case "internal/contract":
-					qual = "contract." + name.Name
-				case "bridge":
-				default:
+				if dir != "bridge" {
 					qual = path.Base(dir) + "." + name.Name
 				}
 				byName[qual] = len(codes)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 )
 
 // specPath is the document every code comment cites by anchor.
@@ -51,11 +52,7 @@ var notCodeTypes = map[string]bool{}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
+	return contractdoc.Root(t)
 }
 
 // TestSpecListsEveryCode keeps docs/spec.md and the Go code in step: every
@@ -69,7 +66,7 @@ func TestSpecListsEveryCode(t *testing.T) {
 	if len(codes) < 40 {
 		t.Fatalf("found only %d codes in the Go sources: the scanner is broken", len(codes))
 	}
-	rows := parseSpecTables(t, filepath.Join(root, specPath))
+	rows := parseSpecTables(t)
 	if len(rows) < 40 {
 		t.Fatalf("found only %d code rows in %s: the table parser is broken", len(rows), specPath)
 	}
@@ -202,62 +199,18 @@ func parseCloseCell(cell string) []int {
 	return out
 }
 
-var (
-	anchorRe   = regexp.MustCompile(`<a id="([a-z0-9-]+)"></a>`)
-	codeCellRe = regexp.MustCompile("^`([a-z0-9_]+)`$")
-)
-
-// parseSpecTables reads every Markdown table whose first header cell is
-// "code" and returns its rows with the anchor of the section above it.
-func parseSpecTables(t *testing.T, path string) []docRow {
+// parseSpecTables reads every Markdown table of docs/spec.md whose first
+// header cell is "code" (internal/test/contractdoc) and returns its rows
+// with the anchor of the section above it.
+func parseSpecTables(t *testing.T) []docRow {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rows []docRow
-	var anchor string
-	var header []string // non-nil inside a code table
-	for i, line := range strings.Split(string(b), "\n") {
-		if m := anchorRe.FindStringSubmatch(line); m != nil && !strings.HasPrefix(line, "|") {
-			anchor = m[1]
-		}
-		if !strings.HasPrefix(line, "|") {
-			header = nil
-			continue
-		}
-		cells := splitRow(line)
-		switch {
-		case header == nil && strings.EqualFold(cells[0], "code"):
-			header = cells
-		case header == nil || strings.HasPrefix(cells[0], "---"):
-		default:
-			m := codeCellRe.FindStringSubmatch(cells[0])
-			if m == nil {
-				t.Errorf("%s:%d: first cell %q of a code table is not one `code`", specPath, i+1, cells[0])
-				continue
-			}
-			r := docRow{code: m[1], anchor: anchor, line: i + 1}
-			for j, h := range header {
-				if j < len(cells) && strings.EqualFold(h, "HTTP") {
-					r.status = cells[j]
-				}
-				if j < len(cells) && strings.EqualFold(h, "close") {
-					r.close = cells[j]
-				}
-			}
-			rows = append(rows, r)
+	for _, tb := range contractdoc.Spec(t).CodeTables(t) {
+		for _, r := range tb.Rows {
+			rows = append(rows, docRow{code: r.Code(), anchor: tb.Anchor, line: r.Line, status: r.Cell("HTTP"), close: r.Cell("close")})
 		}
 	}
 	return rows
-}
-
-func splitRow(line string) []string {
-	cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
-	for i := range cells {
-		cells[i] = strings.TrimSpace(cells[i])
-	}
-	return cells
 }
 
 var (
@@ -269,16 +222,9 @@ var (
 // not exist, and on a citation of the out-of-tree "SPEC section N".
 func TestSpecCitations(t *testing.T) {
 	root := repoRoot(t)
-	spec, err := os.ReadFile(filepath.Join(root, specPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	anchors := map[string]bool{}
-	for _, m := range anchorRe.FindAllStringSubmatch(string(spec), -1) {
-		anchors[m[1]] = true
-	}
+	anchors := contractdoc.Spec(t).Anchors()
 	cited := 0
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

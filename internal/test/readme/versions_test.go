@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/wirekube/relay-ws/internal/test/contractdoc"
 )
 
 // readmeVersionRow returns the README's "## Supported versions" table row
@@ -20,7 +22,7 @@ func readmeVersionRow(t *testing.T, readme, name string) string {
 		sec = sec[:i]
 	}
 	for _, line := range strings.Split(sec, "\n") {
-		if cells := splitRow(line); strings.HasPrefix(line, "|") && cells[0] == name {
+		if cells := contractdoc.SplitRow(line); strings.HasPrefix(line, "|") && cells[0] == name {
 			return line
 		}
 	}
