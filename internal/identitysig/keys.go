@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wirekube/relay-ws/internal/atomicfile"
 )
 
 // The public keys file: what extauthz publishes and the bridge trusts. One
@@ -75,18 +76,7 @@ func WritePublicKeys(path string, keys []ed25519.PublicKey) error {
 	if len(keys) == 0 || len(keys) > MaxPublicKeys {
 		return fmt.Errorf("%w: want 1 to %d keys, got %d", ErrKeys, MaxPublicKeys, len(keys))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".identity-keys-*")
-	if err != nil {
-		return fmt.Errorf("identity keys: %w", err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // nothing left to remove after the rename
-	_, werr := tmp.Write(FormatPublicKeys(keys))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(name, 0o644)); err != nil {
-		return fmt.Errorf("identity keys: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
+	if err := atomicfile.Write(path, ".identity-keys-*", FormatPublicKeys(keys), 0o644); err != nil {
 		return fmt.Errorf("identity keys: %w", err)
 	}
 	return nil

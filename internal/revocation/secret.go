@@ -10,13 +10,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/wirekube/relay-ws/internal/atomicfile"
 )
 
 // The bridge proves it is the bridge of this Pod with a secret extauthz
@@ -43,18 +44,7 @@ func NewSecret() string {
 // same directory, then a rename), readable by the owner and the group
 // (the Pod's fsGroup) only.
 func WriteSecretFile(path, secret string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".revocation-secret-*")
-	if err != nil {
-		return fmt.Errorf("revocation secret: %w", err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // after a successful rename there is nothing left to remove
-	_, werr := tmp.WriteString(secret + "\n")
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(name, 0o640)); err != nil {
-		return fmt.Errorf("revocation secret: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
+	if err := atomicfile.Write(path, ".revocation-secret-*", []byte(secret+"\n"), 0o640); err != nil {
 		return fmt.Errorf("revocation secret: %w", err)
 	}
 	return nil
