@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/internal/test/stack"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -90,14 +89,13 @@ func (e *env) runClientCase(t *testing.T, cl wsClient, target, caFile string, c 
 	id := e.podAgent(t, "wc-"+cl.name[:2]+"-"+target[:2]+"-"+strings.ReplaceAll(c.scenario, "_", ""))
 	plan := map[string]any{"scenario": c.scenario}
 	switch target {
-	case "bridge": // as a front would call it: the identity headers, no token
+	case "bridge": // as a front would call it: extauthz's signed identity headers, no token
 		plan["url"] = "ws://" + e.stack.BridgeAddr + "/relay"
-		plan["headers"] = map[string]string{
-			contract.HeaderPeer: id.peer, contract.HeaderPublicKey: id.key.Base64(),
-			contract.HeaderIdentity:     "system:serviceaccount:" + stack.Namespace + ":" + agentSA,
-			contract.HeaderTokenExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-			contract.HeaderBinding:      e.bindingOf(t, id),
+		headers := map[string]string{}
+		for name, vs := range e.extauthzAllow(t, id.token) {
+			headers[name] = vs[0]
 		}
+		plan["headers"] = headers
 	case "nginx":
 		plan["url"] = "wss://" + e.stack.NginxAddr + "/relay"
 		plan["headers"] = map[string]string{"Authorization": "Bearer " + id.token}
@@ -248,20 +246,4 @@ func pythonWebsockets(t *testing.T) wsClient {
 	return wsClient{name: "python-websockets", cmd: func(plan string) *exec.Cmd {
 		return exec.Command(py, script, plan)
 	}}
-}
-
-// bindingOf is the X-WireKube-Binding extauthz would set for the Pod-bound
-// agent id (it re-judges it against its informers, so every field is real).
-func (e *env) bindingOf(t *testing.T, id identity) string {
-	t.Helper()
-	ctx := context.Background()
-	sa, err := e.cluster.Client.CoreV1().ServiceAccounts(stack.Namespace).Get(ctx, agentSA, metaGet)
-	fatalIf(t, err)
-	node, err := e.cluster.Client.CoreV1().Nodes().Get(ctx, id.peer, metaGet)
-	fatalIf(t, err)
-	return revocation.Binding{
-		Identity: "system:serviceaccount:" + stack.Namespace + ":" + agentSA, SAUID: string(sa.UID),
-		PodName: id.pod.Name, PodUID: string(id.pod.UID), NodeName: node.Name, NodeUID: string(node.UID),
-		Peer: id.peer, KeySHA256: revocation.KeyHash(id.key[:]),
-	}.Format()
 }

@@ -35,6 +35,7 @@ func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
 		contract.HeaderTokenExpires: {"2099-01-01T00:00:00Z", "2099-01-02T00:00:00Z"},
 		contract.HeaderDenyReason:   {"spoofed"},
 		"X-WireKube-Extra":          {"spoofed"},
+		contract.HeaderSignature:    {"spoofed"},
 		"x-wirekube-binding":        {"v1;spoofed"},
 	}
 }
@@ -105,6 +106,12 @@ func (e *env) matrixSpoof(t *testing.T, r *frontRow, a identity) {
 		case canon == http.CanonicalHeaderKey(contract.HeaderTokenExpires):
 			if len(vs) != 1 || strings.HasPrefix(vs[0], "2099") {
 				t.Errorf("bridge got %s %q, want the token's expiry once", name, vs)
+			}
+		case canon == http.CanonicalHeaderKey(contract.HeaderSignature):
+			// extauthz's signature, once: the session above is alive, so it
+			// verified; a client's copy would be a second value or "spoofed".
+			if len(vs) != 1 || vs[0] == "spoofed" {
+				t.Errorf("bridge got %s %q, want extauthz's signature once", name, vs)
 			}
 		case canon == http.CanonicalHeaderKey(contract.HeaderBinding):
 			if b, err := revocation.ParseBinding(strings.Join(vs, ",")); len(vs) != 1 || err != nil || b.Peer != a.peer {
