@@ -62,17 +62,9 @@ func (e *env) testForgedToBridge(t *testing.T) {
 // its allow answer.
 func (e *env) extauthzAllow(t *testing.T, token string) http.Header {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+e.stack.ExtauthzHTTP+"/auth", nil)
-	fatalIf(t, err)
-	req.Header.Set("X-Original-Method", http.MethodGet)
-	req.Header.Set("X-Original-URI", "/relay")
-	req.Header.Set("Upgrade", "websocket")
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Sec-WebSocket-Protocol", contract.Subprotocol)
-	req.Header.Set("Authorization", "Bearer "+token)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := http.DefaultClient.Do(e.relayAuthRequest(t, token).WithContext(ctx))
 	fatalIf(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -42,6 +42,18 @@ func (e *env) waitPeerSeen(t *testing.T, id identity, sa string, o stack.TokenOp
 // could not be asked).
 func (e *env) askExtauthz(t *testing.T, token string) (int, string) {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(e.relayAuthRequest(t, token))
+	if err != nil {
+		return 0, ""
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get(contract.HeaderDenyReason)
+}
+
+// relayAuthRequest is the auth subrequest nginx's auth_request sends to
+// extauthz's HTTP front for an upgrade of /relay with token.
+func (e *env) relayAuthRequest(t *testing.T, token string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+e.stack.ExtauthzHTTP+"/auth", nil)
 	fatalIf(t, err)
 	req.Header.Set("X-Original-Method", http.MethodGet)
@@ -50,10 +62,5 @@ func (e *env) askExtauthz(t *testing.T, token string) (int, string) {
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Sec-WebSocket-Protocol", contract.Subprotocol)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, ""
-	}
-	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get(contract.HeaderDenyReason)
+	return req
 }
