@@ -110,35 +110,70 @@ func boolInt(b bool) int {
 }
 
 // Drain makes /readyz fail and new upgrades get 503 draining at once, then
-// closes open sessions with 1001, spread over the first half of
-// DrainTimeout so clients do not all reconnect at the same instant, and
+// closes open sessions with 1001 in the order handover.go chooses: spread
+// over the first half of DrainTimeout when another replica can take them
+// (or --drain-peers is not set), kept open until one can otherwise. It
 // returns when the last session is gone or DrainTimeout has passed (then
 // the remaining connections are cut). Calling it again waits again.
 func (s *Server) Drain() {
+	start := time.Now()
 	deadline := time.NewTimer(s.cfg.DrainTimeout)
 	defer deadline.Stop()
 	s.beginDrain()
+	mode := drainUnknown
+	if s.cfg.DrainPeers != "" {
+		mode = drainHold
+		if s.otherReplicas(context.Background()) > 0 {
+			mode = drainHandover
+		}
+	}
+	open, idle := s.openSessions()
+	s.logDrain(mode, len(open))
+	spread := s.cfg.DrainTimeout / 2
+	if mode == drainHold && len(open) > 0 {
+		margin := s.holdMargin()
+		release := time.NewTimer(s.cfg.DrainTimeout - time.Since(start) - margin)
+		found := s.holdForReplica(release.C, idle)
+		release.Stop()
+		if found {
+			spread = min(spread, max(s.cfg.DrainTimeout-time.Since(start)-margin, 0))
+		} else {
+			spread = 0 // nowhere to go: close all as late as the handshake allows
+		}
+		s.log.Info("drain hold over", slog.Bool("replica_ready", found), slog.Duration("held", time.Since(start)))
+		open, idle = s.openSessions()
+	}
+	s.closeSpread(open, spread, idle, deadline.C)
+}
+
+// openSessions returns the open sessions and the channel closed when none
+// is left.
+func (s *Server) openSessions() ([]*session, <-chan struct{}) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	open := make([]*session, 0, len(s.sessions))
 	for sess := range s.sessions {
 		open = append(open, sess)
 	}
-	idle := s.idleLocked()
-	s.mu.Unlock()
-	s.log.Info("draining", slog.Int("sessions", len(open)), slog.Duration("timeout", s.cfg.DrainTimeout))
+	return open, s.idleLocked()
+}
 
+// closeSpread closes open with 1001 draining, evenly over spread (the
+// first at once, the last at spread), then waits for the sessions to end
+// or for deadline, which cuts what is left.
+func (s *Server) closeSpread(open []*session, spread time.Duration, idle <-chan struct{}, deadline <-chan time.Time) {
 	var step time.Duration
 	if len(open) > 1 {
-		step = s.cfg.DrainTimeout / 2 / time.Duration(len(open)-1)
+		step = spread / time.Duration(len(open)-1)
 	}
 	tick := time.NewTicker(max(step, time.Nanosecond))
 	defer tick.Stop()
 	for i, sess := range open {
-		if i > 0 {
+		if i > 0 && step > 0 {
 			select {
 			case <-tick.C:
 			case <-idle:
-			case <-deadline.C:
+			case <-deadline:
 				s.cut()
 				return
 			}
@@ -147,7 +182,7 @@ func (s *Server) Drain() {
 	}
 	select {
 	case <-idle:
-	case <-deadline.C:
+	case <-deadline:
 		s.cut()
 	}
 }

@@ -61,6 +61,12 @@ type Options struct {
 	// DrainTimeout bounds the drain on shutdown; sessions are closed with
 	// 1001 spread over it. Default 30s.
 	DrainTimeout time.Duration
+	// DrainPeers is a DNS name resolving to the ready replicas of this
+	// bridge (a headless Service). With it the drain keeps every session
+	// open while no other replica is ready, and closes them once one is
+	// (handover.go). Empty (the default): the closes are spread over the
+	// first half of DrainTimeout whatever else is running.
+	DrainPeers string
 	// LogFormat is json or text. Default json.
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
@@ -80,6 +86,9 @@ type Options struct {
 	// ResolveRelay resolves the host of RelayAddr to addresses. Nil uses
 	// net.DefaultResolver.LookupHost. Tests and embedders may replace it.
 	ResolveRelay func(ctx context.Context, host string) ([]string, error)
+	// ResolvePeers resolves DrainPeers. Nil uses
+	// net.DefaultResolver.LookupHost.
+	ResolvePeers func(ctx context.Context, host string) ([]string, error)
 }
 
 // DefaultOptions returns the documented defaults.
@@ -130,6 +139,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
+	fs.StringVar(&o.DrainPeers, "drain-peers", o.DrainPeers, "DNS name of the ready replicas (headless Service); with it a drain keeps sessions open until another replica is ready; empty: spread the closes over half of --drain-timeout")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.RevocationOptions.AddFlags(fs)
@@ -153,6 +163,11 @@ func (o *Options) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(o.RelayAddr); err != nil {
 		errs = append(errs, fmt.Errorf("--relay-addr: want host:port: %w", err))
+	}
+	if o.DrainPeers != "" {
+		if _, _, err := net.SplitHostPort(o.DrainPeers); err == nil || strings.ContainsAny(o.DrainPeers, "/: ") {
+			errs = append(errs, fmt.Errorf("--drain-peers: want a DNS name without port or scheme, got %q", o.DrainPeers))
+		}
 	}
 	if !strings.HasPrefix(o.Path, "/") || o.Path == "/healthz" || o.Path == "/readyz" || o.Path == "/metrics" {
 		errs = append(errs, fmt.Errorf("--path: want an absolute path other than /healthz, /readyz, /metrics, got %q", o.Path))

@@ -1,10 +1,13 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -28,6 +31,10 @@ type Server struct {
 	ready         *readiness
 	relay         *relayDialer  // every dial to the raw relay goes through it
 	closeGrace    time.Duration // time a client gets to answer our close frame
+	// resolvePeers and ownAddrs answer whether a drain's sessions have
+	// another replica to go to (handover.go).
+	resolvePeers func(ctx context.Context, host string) ([]string, error)
+	ownAddrs     func() map[netip.Addr]bool
 	revoker       *revoker      // ends sessions whose authorization ended
 	owners        keyOwners     // the session of each registered key
 	probeUpgrader websocket.Upgrader
@@ -82,9 +89,13 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s := &Server{
 		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
+		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: newRevoker(cfg, logger, rm),
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
+	}
+	if s.resolvePeers == nil {
+		s.resolvePeers = net.DefaultResolver.LookupHost
 	}
 	s.listing.on = cfg.DebugSessions
 	s.upgrader = websocket.Upgrader{
