@@ -22,21 +22,21 @@ import (
 // Server is the bridge. Create it with New, serve it with Run (or mount
 // Handler and AdminHandler yourself and call Drain). Safe for concurrent use.
 type Server struct {
-	cfg           *Config
-	log           *slog.Logger
-	metrics       *metrics
-	gatherer      prometheus.Gatherer
-	upgrader      websocket.Upgrader
-	bufs          *bufPool
-	ready         *readiness
-	relay         *relayDialer  // every dial to the raw relay goes through it
-	closeGrace    time.Duration // time a client gets to answer our close frame
+	cfg        *Config
+	log        *slog.Logger
+	metrics    *metrics
+	gatherer   prometheus.Gatherer
+	upgrader   websocket.Upgrader
+	bufs       *bufPool
+	ready      *readiness
+	relay      *relayDialer  // every dial to the raw relay goes through it
+	closeGrace time.Duration // time a client gets to answer our close frame
 	// resolvePeers and ownAddrs answer whether a drain's sessions have
 	// another replica to go to (handover.go).
-	resolvePeers func(ctx context.Context, host string) ([]string, error)
-	ownAddrs     func() map[netip.Addr]bool
-	revoker       *revoker      // ends sessions whose authorization ended
-	owners        keyOwners     // the session of each registered key
+	resolvePeers  func(ctx context.Context, host string) ([]string, error)
+	ownAddrs      func() map[netip.Addr]bool
+	revoker       *revoker  // ends sessions whose authorization ended
+	owners        keyOwners // the session of each registered key
 	probeUpgrader websocket.Upgrader
 	hold          *relayHold            // upgrades waiting for the relay (hold.go)
 	peers         *peerLimits           // per-peer bounds (peerlimit.go)
