@@ -278,8 +278,17 @@ func (g *gateway) startRelay() error {
 }
 
 func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
+	return startBridgeOn("127.0.0.1:0", relayAddr, cfg, nil)
+}
+
+// startBridgeOn starts a bridge listening on addr; mod, if set, changes
+// its options.
+func startBridgeOn(addr, relayAddr string, cfg Config, mod func(*bridge.Options)) (*runningBridge, error) {
 	o := bridge.DefaultOptions()
 	o.RelayAddr, o.MetricsListen, o.DrainTimeout = relayAddr, "", cfg.Drain
+	if mod != nil {
+		mod(&o)
+	}
 	o.RevocationAddr = ""   // no extauthz here (and no binding header)
 	o.IdentityKeysFile = "" // nor a signature: the bench sets the identity headers itself
 	c, err := o.Complete()
@@ -290,7 +299,7 @@ func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +310,7 @@ func startBridge(relayAddr string, cfg Config) (*runningBridge, error) {
 }
 
 func (g *gateway) stopBridge(i int) {
-	if b := g.bridges[i]; b.stop != nil {
+	if b := g.bridges[i]; b != nil && b.stop != nil {
 		b.stop()
 		<-b.done
 		b.stop = nil

@@ -36,6 +36,46 @@ func TestRecoverySmall(t *testing.T) {
 	}
 }
 
+// TestOneReplicaHoldRefusesNoDial: a single replica drained with
+// --drain-peers while its replacement starts keeps every session until the
+// replacement is ready, so no agent's redial finds nothing (no refused
+// dial), and every pair exchanges frames again.
+func TestOneReplicaHoldRefusesNoDial(t *testing.T) {
+	cfg := Config{Agents: 8, Interval: 100 * time.Millisecond, Drain: 4 * time.Second, Settle: 30 * time.Second}
+	res, err := RunOneReplica(context.Background(), cfg, 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	res.Print(&sb)
+	t.Log("\n" + sb.String())
+	if res.Hold.Refused != 0 || res.Hold.FalseConnects != 0 {
+		t.Errorf("--drain-peers: %d refused dials, %d false connects, want none", res.Hold.Refused, res.Hold.FalseConnects)
+	}
+	if res.Hold.Affected == 0 {
+		t.Error("the drain cut no agent: the scenario did nothing")
+	}
+}
+
+// BenchmarkOneReplica prints the data-path downtime of 1,000 agents when
+// the only bridge is replaced, the replacement ready 3 s after SIGTERM,
+// with --drain-timeout 4 s, in both drain orders (figures, not
+// assertions). It runs once whatever b.N is.
+func BenchmarkOneReplica(b *testing.B) {
+	if b.N > 1 {
+		b.Skip("runs once")
+	}
+	res, err := RunOneReplica(context.Background(), DefaultConfig(), 3*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Print(os.Stdout)
+	b.ReportMetric(res.Spread.P99.Seconds(), "spread-p99-s")
+	b.ReportMetric(res.Hold.P99.Seconds(), "hold-p99-s")
+	b.ReportMetric(float64(res.Spread.Refused), "spread-refused")
+	b.ReportMetric(float64(res.Hold.Refused), "hold-refused")
+}
+
 // BenchmarkRecovery prints the downtimes of DefaultConfig's 1,000 agents
 // (figures, not assertions). It runs once whatever b.N is.
 func BenchmarkRecovery(b *testing.B) {
