@@ -59,13 +59,15 @@ func TestOneReplicaHoldRefusesNoDial(t *testing.T) {
 
 // BenchmarkOneReplica prints the data-path downtime of 1,000 agents when
 // the only bridge is replaced, the replacement ready 3 s after SIGTERM,
-// with --drain-timeout 4 s, in both drain orders (figures, not
+// with --drain-timeout 10 s, in both drain orders (figures, not
 // assertions). It runs once whatever b.N is.
 func BenchmarkOneReplica(b *testing.B) {
 	if b.N > 1 {
 		b.Skip("runs once")
 	}
-	res, err := RunOneReplica(context.Background(), DefaultConfig(), 3*time.Second)
+	cfg := DefaultConfig()
+	cfg.Drain = 10 * time.Second
+	res, err := RunOneReplica(context.Background(), cfg, 3*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

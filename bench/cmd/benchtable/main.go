@@ -239,7 +239,21 @@ func metricRows(m metrics) []benchrow.Row {
 	} else {
 		relay, drain = na(relay), na(drain)
 	}
-	return append(rows, relay, drain)
+	// Issue 31 §4: the only bridge replaced; the baseline is the same run
+	// without --drain-peers (closes spread over half the drain).
+	one := benchrow.Row{Figure: "recovery: the only bridge replaced (new one ready 3 s after SIGTERM), data path down p99, --drain-peers (1,000 agents)",
+		Goal: "-", Met: "-"}
+	if hold, ok := m.get("BenchmarkOneReplica", "hold-p99-s"); ok {
+		spread, _ := m.get("BenchmarkOneReplica", "spread-p99-s")
+		hr, _ := m.get("BenchmarkOneReplica", "hold-refused")
+		sr, _ := m.get("BenchmarkOneReplica", "spread-refused")
+		one.Value = fmt.Sprintf("%.2f s, %.0f refused dials", hold, hr)
+		one.Baseline = fmt.Sprintf("spread %.2f s, %.0f refused", spread, sr)
+		one.Ratio = ratio(hold, spread)
+	} else {
+		one = na(one)
+	}
+	return append(rows, relay, drain, one)
 }
 
 func ratio(a, b float64) string {

@@ -123,6 +123,7 @@ imagePullPolicy: {{ . }}
   - --relay-addr={{ $b.relayAddr }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
+  - --drain-peers={{ include "gw.name" . }}-replicas
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys
   {{- range $b.extraArgs }}
