@@ -23,6 +23,8 @@ import (
 // frames to this one, which alone writes; close() ends the reader, and
 // holdIdle waits for it.
 func (s *session) holdIdle() {
+	// The echo's read deadline would end the hold: the hold has none.
+	_ = s.conn.SetReadDeadline(time.Time{})
 	frames, done := make(chan relayproto.Frame), make(chan error, 1)
 	stop := make(chan struct{})
 	go func() {
