@@ -1,9 +1,14 @@
 package probe
 
 import (
+	"context"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 // TestChooseProxy: --proxy and the environment decide the proxy the way
@@ -81,5 +86,35 @@ func TestProxyAuthorizationOnlyWithPassword(t *testing.T) {
 		if got := proxyAuthorization(u).Get("Proxy-Authorization"); got != want {
 			t.Errorf("%s: Proxy-Authorization %q, want %q", redactProxyURL(u), got, want)
 		}
+	}
+}
+
+// TestProbeProxyUnreachable: a proxy whose port refuses, or whose name does
+// not resolve, is exit 12 (proxy_unreachable) with the proxy named in the
+// report, not exit 3: the gateway was never tried.
+func TestProbeProxyUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
+	env := newTestEnv(t, false)
+	for _, tc := range []struct{ name, proxy, stage string }{
+		{"port_refused", "http://" + closed, "FAIL proxy"},
+		{"name_unknown", "http://proxy.invalid:3128", "FAIL dns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{URL: env.url(), TokenFile: env.tokenFile, PublicKey: env.keyB64, Timeout: 2 * time.Second, Proxy: tc.proxy,
+				lookupHost: func(context.Context, string) ([]string, error) {
+					return nil, &net.DNSError{Err: "no such host", Name: "proxy.invalid", IsNotFound: true}
+				}}
+			var out strings.Builder
+			err := runOptions(context.Background(), o, &out)
+			if ExitCode(err) != ExitProxyUnreachable {
+				t.Fatalf("exit %d (%v):\n%s", ExitCode(err), err, out.String())
+			}
+			testutil.Contains(t, out.String(), "proxy: via "+tc.proxy+" (explicit, from --proxy)", tc.stage, "result: proxy_unreachable (exit 12)", "fix: ")
+		})
 	}
 }
