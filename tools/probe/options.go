@@ -282,6 +282,13 @@ func (o Options) chooseProxy(u *url.URL) (*url.URL, *ProxyInfo, error) {
 		info.URL, info.Detail = redactProxyURL(p), "from "+name
 		return p, info, nil
 	}
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if getenv(v) != "" {
+			info.Detail = v + " is set but not used: the agent too dials directly unless its Node's " +
+				NodeAnnotationRelayProxy + " or " + EnvRelayProxy + " says environment"
+			break
+		}
+	}
 	return nil, info, nil
 }
 

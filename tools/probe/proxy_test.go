@@ -24,11 +24,13 @@ func TestChooseProxy(t *testing.T) {
 		mode    string
 		proxy   string // redacted URL; empty: direct
 		errText string // a usage error containing this
+		detail  string // the report's explanation contains this
 	}{
 		{name: "default_direct", url: "wss://relay.example.com/relay", mode: "none"},
 		{name: "agent_env_var_environment", url: "wss://relay.example.com/relay", env: map[string]string{"WIREKUBE_RELAY_PROXY": "environment", "HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment", proxy: "http://proxy.corp:3128"},
 		{name: "agent_word_on", url: "wss://relay.example.com/relay", flag: " ON ", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment", proxy: "http://proxy.corp:3128"},
-		{name: "flag_none_beats_env_var", url: "wss://relay.example.com/relay", flag: "direct", env: map[string]string{"WIREKUBE_RELAY_PROXY": "environment", "HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "none"},
+		{name: "flag_none_beats_env_var", url: "wss://relay.example.com/relay", flag: "direct", env: map[string]string{"WIREKUBE_RELAY_PROXY": "environment", "HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "none",
+			detail: "HTTPS_PROXY is set but not used"},
 		{name: "wss_ignores_http_proxy", url: "wss://relay.example.com/relay", flag: "environment", env: map[string]string{"HTTP_PROXY": "http://proxy.corp:3128"}, mode: "environment"},
 		{name: "ws_uses_http_proxy", url: "ws://relay.example.com/relay", flag: "environment", env: map[string]string{"HTTP_PROXY": "http://plain.corp:8080", "HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment", proxy: "http://plain.corp:8080"},
 		{name: "upper_case_first", url: "wss://relay.example.com/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:2"}, mode: "environment", proxy: "http://upper:1"},
@@ -37,7 +39,8 @@ func TestChooseProxy(t *testing.T) {
 		{name: "no_proxy_domain", url: "wss://relay.example.com/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": ".example.com"}, mode: "environment"},
 		{name: "no_proxy_other_domain", url: "wss://relay.example.com/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": "example.org,10.0.0.0/8"}, mode: "environment", proxy: "http://proxy.corp:3128"},
 		{name: "no_proxy_cidr", url: "wss://10.1.2.3:8443/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": "10.0.0.0/8"}, mode: "environment"},
-		{name: "loopback_never_proxied", url: "wss://127.0.0.1:8443/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment"},
+		{name: "loopback_never_proxied", url: "wss://127.0.0.1:8443/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment",
+			detail: "Go never proxies loopback"},
 		{name: "localhost_never_proxied", url: "wss://localhost:8443/relay", flag: "environment", env: map[string]string{"HTTPS_PROXY": "http://proxy.corp:3128"}, mode: "environment"},
 		{name: "explicit_url_password_redacted", url: "wss://127.0.0.1:8443/relay", flag: "http://alice:s3cret@127.0.0.1:3128", mode: "explicit", proxy: "http://alice@127.0.0.1:3128"},
 		{name: "explicit_https_proxy_refused", url: "wss://relay.example.com/relay", flag: "https://proxy.corp:3129", errText: "--proxy: an https:// proxy is not supported"},
@@ -68,6 +71,9 @@ func TestChooseProxy(t *testing.T) {
 			}
 			if info.Mode != tc.mode || info.URL != tc.proxy || (p == nil) != (tc.proxy == "") {
 				t.Fatalf("mode %q url %q (dial via %v), want mode %q url %q", info.Mode, info.URL, p, tc.mode, tc.proxy)
+			}
+			if !strings.Contains(info.Detail, tc.detail) {
+				t.Errorf("detail %q, want it to contain %q", info.Detail, tc.detail)
 			}
 		})
 	}
