@@ -94,6 +94,7 @@ func (e *env) testForwardProxy(t *testing.T) {
 			t.Logf("fix: %s", res.Fix)
 		})
 	}
+	t.Run("environment_mode", func(t *testing.T) { e.testProxyFromEnvironment(t, tp, withAuth.String(), port, args) })
 	t.Run("proxy_idle_timeout_named", func(t *testing.T) {
 		idle := 2 * proxyIdleTimeout * time.Second
 		code, res := e.runProbe(t, args(nginx.url, "--ca-file", ca, "--proxy", withAuth.String(), "--register", "--count", "1", "--idle", idle.String())...)
@@ -140,4 +141,33 @@ func wantProxyLog(t *testing.T, tp *stack.Tinyproxy, line string) {
 	if !strings.Contains(string(b), line) {
 		t.Errorf("tinyproxy's log has no %q", line)
 	}
+}
+
+// testProxyFromEnvironment: the agent's mode environment, set as the agent
+// reads it (WIREKUBE_RELAY_PROXY=environment, no --proxy), sends the CONNECT
+// to the proxy in HTTPS_PROXY. Go never proxies a loopback address, so the
+// URL names a host that is not one: relay.wirekube.invalid (RFC 2606: never
+// resolves), which the real tinyproxy cannot reach (500). With NO_PROXY
+// matching it, the probe dials directly, as the agent would.
+func (e *env) testProxyFromEnvironment(t *testing.T, tp *stack.Tinyproxy, proxyURL string, port int, args func(string, ...string) []string) {
+	url := fmt.Sprintf("wss://relay.wirekube.invalid:%d/relay", port)
+	t.Setenv("WIREKUBE_RELAY_PROXY", "environment")
+	t.Setenv("HTTPS_PROXY", proxyURL)
+	t.Setenv("NO_PROXY", "")
+	code, res := e.runProbe(t, args(url)...)
+	if code != probe.ExitProxyRefused || res.Proxy == nil || res.Proxy.Mode != probe.ProxyModeEnvironment || res.Proxy.Source != "WIREKUBE_RELAY_PROXY" {
+		t.Fatalf("exit %d proxy %+v, want exit %d in mode environment from WIREKUBE_RELAY_PROXY; report %+v", code, res.Proxy, probe.ExitProxyRefused, res)
+	}
+	wantStages(t, res, "dns:skipped proxy:ok connect:failed")
+	if st := stageOf(res, probe.StageConnect); st.HTTPStatus != http.StatusInternalServerError {
+		t.Errorf("connect stage %+v, want tinyproxy's 500 (it cannot resolve the name)", st)
+	}
+	wantProxyLog(t, tp, fmt.Sprintf("CONNECT relay.wirekube.invalid:%d HTTP/1.1", port))
+
+	t.Setenv("NO_PROXY", ".invalid")
+	code, res = e.runProbe(t, args(url)...)
+	if code != probe.ExitNetwork || res.Proxy == nil || res.Proxy.URL != "" {
+		t.Fatalf("exit %d proxy %+v, want exit %d and no proxy (NO_PROXY matches); report %+v", code, res.Proxy, probe.ExitNetwork, res)
+	}
+	wantStages(t, res, "dns:failed")
 }

@@ -62,8 +62,12 @@ func (d *dialer) dialTCP(ctx context.Context, network, addr string) (net.Conn, e
 
 func (d *dialer) resolve(ctx context.Context, host string) ([]string, error) {
 	start := d.now()
+	whose := ""
+	if d.proxy != nil {
+		whose = "the proxy's host: " // the proxy resolves the gateway's
+	}
 	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		d.res.add(Stage{Name: StageDNS, Status: StatusSkipped, Detail: "literal IP address", Addresses: []string{ip.String()}})
+		d.res.add(Stage{Name: StageDNS, Status: StatusSkipped, Detail: whose + "literal IP address", Addresses: []string{ip.String()}})
 		return []string{ip.String()}, nil
 	}
 	ips, err := d.cfg.lookupHost(ctx, host)
@@ -74,7 +78,7 @@ func (d *dialer) resolve(ctx context.Context, host string) ([]string, error) {
 		return nil, d.failNetwork(StageDNS, d.now().Sub(start), err)
 	}
 	d.res.add(Stage{Name: StageDNS, Status: StatusOK, Duration: d.now().Sub(start), Addresses: ips,
-		Detail: host + " -> " + strings.Join(ips, ", ")})
+		Detail: whose + host + " -> " + strings.Join(ips, ", ")})
 	return ips, nil
 }
 
