@@ -49,6 +49,7 @@ func TestE2E(t *testing.T) {
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("binding_across_replicas", e.testBindingAcrossReplicas)
+	t.Run("forward_proxy", e.testForwardProxy)
 	t.Run("faults", e.testFaults)
 	t.Run("recovery", e.testRecovery)
 	t.Run("8_logs_contain_no_token", e.testLogs)

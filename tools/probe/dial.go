@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -16,6 +17,7 @@ import (
 // goroutine (gorilla calls the hook from DialContext).
 type dialer struct {
 	cfg    Config
+	proxy  *url.URL // the forward proxy of this dial; nil: direct
 	res    *Result
 	now    func() time.Time
 	failed bool      // a stage recorded here failed; DialContext's error is explained
@@ -24,6 +26,13 @@ type dialer struct {
 
 // dialTCP resolves host and connects to the first address that answers.
 func (d *dialer) dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.proxy != nil {
+		conn, err := d.dialViaProxy(ctx, network, addr)
+		if err == nil && d.cfg.url.Scheme == "ws" {
+			d.res.add(Stage{Name: StageTLS, Status: StatusSkipped, Detail: "plain ws://, no TLS"})
+		}
+		return conn, err
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, d.failNetwork(StageDNS, 0, err)
@@ -53,8 +62,12 @@ func (d *dialer) dialTCP(ctx context.Context, network, addr string) (net.Conn, e
 
 func (d *dialer) resolve(ctx context.Context, host string) ([]string, error) {
 	start := d.now()
+	whose := ""
+	if d.proxy != nil {
+		whose = "the proxy's host: " // the proxy resolves the gateway's
+	}
 	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		d.res.add(Stage{Name: StageDNS, Status: StatusSkipped, Detail: "literal IP address", Addresses: []string{ip.String()}})
+		d.res.add(Stage{Name: StageDNS, Status: StatusSkipped, Detail: whose + "literal IP address", Addresses: []string{ip.String()}})
 		return []string{ip.String()}, nil
 	}
 	ips, err := d.cfg.lookupHost(ctx, host)
@@ -65,18 +78,23 @@ func (d *dialer) resolve(ctx context.Context, host string) ([]string, error) {
 		return nil, d.failNetwork(StageDNS, d.now().Sub(start), err)
 	}
 	d.res.add(Stage{Name: StageDNS, Status: StatusOK, Duration: d.now().Sub(start), Addresses: ips,
-		Detail: host + " -> " + strings.Join(ips, ", ")})
+		Detail: whose + host + " -> " + strings.Join(ips, ", ")})
 	return ips, nil
 }
 
 func (d *dialer) failNetwork(stage string, dur time.Duration, err error) error {
 	d.failed = true
 	d.res.add(Stage{Name: stage, Status: StatusFailed, Duration: dur, Error: err.Error()})
-	fix := "check the host name and that this machine can resolve it"
-	if stage == StageTCP {
+	code, fix := ExitNetwork, "check the host name and that this machine can resolve it"
+	switch {
+	case d.proxy != nil && stage == StageDNS:
+		code, fix = ExitProxyUnreachable, "the proxy's host name does not resolve: check the proxy URL (--proxy, or HTTPS_PROXY in the agent's environment)"
+	case stage == StageProxy:
+		code, fix = ExitProxyUnreachable, "nothing accepted the TCP connection to the proxy: check the proxy URL's host and port and that this node may reach the proxy"
+	case stage == StageTCP:
 		fix = "nothing accepted the TCP connection: check the port, the gateway Service/LoadBalancer and firewalls"
 	}
-	d.res.fail(ExitNetwork, "", fix)
+	d.res.fail(code, "", fix)
 	return fmt.Errorf("%s: %w", stage, err)
 }
 
@@ -93,7 +111,13 @@ func (d *dialer) dialTLS(ctx context.Context, network, addr string) (net.Conn, e
 		_ = conn.Close()
 		d.failed = true
 		st := d.res.add(Stage{Name: StageTLS, Status: StatusFailed, Duration: d.now().Sub(start), Error: err.Error()})
-		d.res.fail(ExitTLS, "", d.tlsFix(err, st))
+		fix := d.tlsFix(err, st)
+		var unknown x509.UnknownAuthorityError
+		if d.proxy != nil && errors.As(err, &unknown) {
+			d.res.fail(ExitProxyTLS, "", "through the proxy the gateway's certificate is not from the expected CA (issuer above): the proxy intercepts TLS; exempt the relay host from TLS inspection (an intercepting proxy would read the agent's token), or pass --ca-file if the gateway's CA is really another")
+		} else {
+			d.res.fail(ExitTLS, "", fix)
+		}
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	d.done = d.now()

@@ -22,6 +22,14 @@ const (
 	// ExitPeersWithoutSession: sessions --every-peer found an agent
 	// WireKubePeer with no live session through the gateway.
 	ExitPeersWithoutSession = 11
+	// The forward proxy of --proxy or the environment (docs/tools.md).
+	ExitProxyUnreachable = 12 // the proxy's name, TCP port or CONNECT answer failed
+	ExitProxyAuth        = 13 // CONNECT answered 407
+	ExitProxyRefused     = 14 // CONNECT answered 403 (port not allowed) or another non-200
+	ExitProxyTLS         = 15 // through the proxy, a certificate not from the expected CA
+	// ExitIdleClosed: --idle: the path closed the session while it was
+	// held idle the way an agent holds it.
+	ExitIdleClosed = 16
 )
 
 // ExitError carries the exit code a failed probe maps to. The message is
@@ -76,6 +84,16 @@ func exitClass(code int) string {
 		return "rejected"
 	case ExitPeersWithoutSession:
 		return "peers_without_session"
+	case ExitProxyUnreachable:
+		return "proxy_unreachable"
+	case ExitProxyAuth:
+		return "proxy_auth_required"
+	case ExitProxyRefused:
+		return "proxy_connect_refused"
+	case ExitProxyTLS:
+		return "proxy_intercepts_tls"
+	case ExitIdleClosed:
+		return "idle_closed"
 	default:
 		return "internal"
 	}

@@ -260,6 +260,10 @@ func TestProbeUsage(t *testing.T) {
 		{"missing token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", "/nonexistent/token"}, "--token-file"},
 		{"empty token file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", empty}, "--token-file"},
 		{"missing ca file", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", env.tokenFile, "--ca-file", "/nonexistent/ca"}, "--ca-file"},
+		{"idle in check mode", []string{"--url", env.url(), "--public-key", env.keyB64, "--idle", "30s"}, "--idle: only with --register"},
+		{"idle too long", []string{"--url", env.url(), "--public-key", env.keyB64, "--register", "--idle", "16m"}, "--idle: want 0..15m0s"},
+		{"unknown proxy word", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", env.tokenFile, "--proxy", "maybe"}, `--proxy: unknown value "maybe"`},
+		{"https proxy", []string{"--url", env.url(), "--public-key", env.keyB64, "--token-file", env.tokenFile, "--proxy", "https://u:" + testToken + "@p:3129"}, "--proxy: an https:// proxy"},
 		{"unknown flag", []string{"--nope"}, "nope"},
 		{"stray argument", []string{"--url", env.url(), "--public-key", env.keyB64, "extra"}, "unexpected argument"},
 	} {

@@ -37,6 +37,11 @@ const (
 	DefaultCount   = 3
 	// MaxCount bounds --count so a typo cannot flood a relay.
 	MaxCount = 10000
+	// MaxIdle bounds --idle.
+	MaxIdle = 15 * time.Minute
+	// AgentKeepalive is the WireKube agent's Keepalive period, which the
+	// probe keeps while it holds a session idle.
+	AgentKeepalive = 25 * time.Second
 )
 
 // Options are the probe's flags. Validate checks them without touching the
@@ -75,12 +80,27 @@ type Options struct {
 	// authorization, the key and relay reachability without a Register.
 	Register bool
 
+	// Proxy is --proxy: how the probe reaches the gateway, as the agent's
+	// wirekube.io/relay-proxy annotation or WIREKUBE_RELAY_PROXY says:
+	// "environment" (HTTPS_PROXY/HTTP_PROXY/NO_PROXY as Go's
+	// http.ProxyFromEnvironment reads them), "none", or an explicit
+	// http://[USER:PASS@]HOST:PORT. Empty: WIREKUBE_RELAY_PROXY, else none
+	// (the agent's order when the Node has no annotation).
+	Proxy string
+	// Idle, with Register, holds the session after the echo for this long
+	// as an idle agent holds it (a Keepalive every 25 s, pings answered),
+	// then echoes once more: a path that closes idle sessions sooner is
+	// named (ExitIdleClosed). Zero: no idle hold. At most MaxIdle.
+	Idle time.Duration
+
 	// LogLevel of the diagnostic lines on stderr (--log-level): debug adds
 	// one line per stage; the report itself goes to stdout. Default info.
 	LogLevel string
 
 	// lookupHost replaces DNS resolution in tests. Nil: net.DefaultResolver.
 	lookupHost func(ctx context.Context, host string) ([]string, error)
+	// getenv replaces os.Getenv in tests. Nil: os.Getenv.
+	getenv func(string) string
 }
 
 // Config is Options after Complete: every file read, every default set.
@@ -94,6 +114,9 @@ type Config struct {
 	count      int
 	output     string
 	register   bool
+	proxy      *url.URL   // the forward proxy to dial through; nil: direct
+	proxyInfo  *ProxyInfo // what the report says about it
+	idle       time.Duration
 	lookupHost func(ctx context.Context, host string) ([]string, error)
 	log        *slog.Logger // diagnostics (Command sets it); nil: none
 }
@@ -111,6 +134,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Count, "count", o.Count, "number of echo round trips through the relay")
 	output.AddFlag(fs, &o.Output)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "level of the diagnostic lines on stderr (debug: one per stage): debug, info, warn or error")
+	fs.StringVar(&o.Proxy, "proxy", o.Proxy, "forward proxy, as the agent's "+NodeAnnotationRelayProxy+" annotation or "+EnvRelayProxy+": environment (HTTPS_PROXY/NO_PROXY), none, or http://[USER:PASS@]HOST:PORT; empty: "+EnvRelayProxy+", else none")
+	fs.DurationVar(&o.Idle, "idle", o.Idle, "with --register: hold the session idle this long as an agent does (keepalive every 25s), then echo again; names a path that closes idle sessions (e.g. 65s)")
 	fs.BoolVar(&o.Register, "register", o.Register, "full test: register the key with the relay and echo through it (replaces the node's live session: its agent reconnects)")
 }
 
@@ -143,6 +168,12 @@ func (o Options) Validate() error {
 	}
 	if o.Count < 0 || o.Count > MaxCount {
 		add("--count: want 1..%d, got %d", MaxCount, o.Count)
+	}
+	if o.Idle < 0 || o.Idle > MaxIdle {
+		add("--idle: want 0..%s, got %s", MaxIdle, o.Idle)
+	}
+	if o.Idle > 0 && !o.Register {
+		add("--idle: only with --register (the check mode ends right after its Register)")
 	}
 	if o.Output != "" {
 		if err := output.Check(o.Output); err != nil {
@@ -195,7 +226,7 @@ func (o Options) Complete() (*Config, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(o.URL)
-	c := &Config{url: u, timeout: o.Timeout, count: o.Count, output: o.Output, register: o.Register, lookupHost: o.lookupHost}
+	c := &Config{url: u, timeout: o.Timeout, count: o.Count, output: o.Output, register: o.Register, idle: o.Idle, lookupHost: o.lookupHost}
 	if c.output == "" {
 		c.output = "text"
 	}
@@ -218,7 +249,63 @@ func (o Options) Complete() (*Config, error) {
 	if c.tls, err = o.tlsConfig(u.Hostname()); err != nil {
 		return nil, err
 	}
+	if c.proxy, c.proxyInfo, err = o.chooseProxy(u); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// chooseProxy decides the forward proxy as the agent would for u.
+func (o Options) chooseProxy(u *url.URL) (*url.URL, *ProxyInfo, error) {
+	getenv := o.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	choice, err := resolveProxyFlag(o.Proxy, getenv)
+	if err != nil {
+		return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	info := &ProxyInfo{Mode: choice.mode, Source: choice.source}
+	switch choice.mode {
+	case ProxyModeExplicit:
+		info.URL = redactProxyURL(choice.url)
+		return choice.url, info, nil
+	case ProxyModeEnvironment:
+		p, name, err := envProxy(u, getenv)
+		if err != nil {
+			return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+		}
+		if p == nil {
+			info.Detail = "no proxy applies to " + hostPortOf(u) + " (" + envNone(u, name) + "): dialed directly, as the agent would"
+			return nil, info, nil
+		}
+		info.URL, info.Detail = redactProxyURL(p), "from "+name
+		return p, info, nil
+	}
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if getenv(v) != "" {
+			info.Detail = v + " is set but not used: the agent too dials directly unless its Node's " +
+				NodeAnnotationRelayProxy + " or " + EnvRelayProxy + " says environment"
+			break
+		}
+	}
+	return nil, info, nil
+}
+
+// envNone says why the environment chose no proxy.
+func envNone(u *url.URL, name string) string {
+	want := "HTTPS_PROXY"
+	if u.Scheme == "ws" {
+		want = "HTTP_PROXY"
+	}
+	switch {
+	case name == "":
+		return want + " is not set (" + u.Scheme + ":// uses " + want + " only)"
+	case u.Hostname() == "localhost" || net.ParseIP(u.Hostname()) != nil && net.ParseIP(u.Hostname()).IsLoopback():
+		return "Go never proxies loopback or localhost"
+	default:
+		return "NO_PROXY matches, or " + name + " is set but REQUEST_METHOD (CGI) is too"
+	}
 }
 
 // readToken reads and trims the token the way the agent does. An empty path

@@ -26,7 +26,11 @@ func (c Config) Probe(ctx context.Context) *Result {
 	if c.url.Scheme == "ws" && c.token != "" {
 		res.warn("ws:// sends the token in clear text: use wss:// outside a trusted network")
 	}
-	d := &dialer{cfg: c, res: res, now: time.Now}
+	res.Proxy = c.proxyInfo
+	if c.proxy != nil && c.url.Scheme == "ws" && c.token != "" {
+		res.warn("ws:// through a proxy: the proxy sees the token")
+	}
+	d := &dialer{cfg: c, res: res, now: time.Now, proxy: c.proxy}
 	conn := c.upgrade(ctx, d)
 	if conn != nil {
 		s := &session{cfg: c, res: res, conn: conn, now: time.Now}
@@ -71,7 +75,8 @@ func (c Config) upgrade(ctx context.Context, d *dialer) *websocket.Conn {
 		NetDialTLSContext: d.dialTLS,
 		Subprotocols:      []string{c.subprotocol()},
 		HandshakeTimeout:  c.timeout,
-		// No proxy: the probe measures the direct path. Proxy is nil on purpose.
+		// Proxy stays nil: dialTCP opens the CONNECT tunnel itself (d.proxy)
+		// so that each step is timed and reported.
 	}
 	hdr := http.Header{}
 	if c.token != "" {

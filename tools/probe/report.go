@@ -10,11 +10,14 @@ import (
 // Stage names, in the order a connection goes through them.
 const (
 	StageDNS      = "dns"
+	StageProxy    = "proxy"   // through a forward proxy: TCP to the proxy
+	StageConnect  = "connect" // through a forward proxy: the CONNECT answer
 	StageTCP      = "tcp"
 	StageTLS      = "tls"
 	StageUpgrade  = "upgrade"
 	StageRegister = "register"
 	StageEcho     = "echo"
+	StageIdle     = "idle" // --idle: the session held idle, then one more echo
 )
 
 // Modes of the probe (Result.Mode).
@@ -77,15 +80,16 @@ type EchoInfo struct {
 
 // Result is the whole report; the JSON output is this object.
 type Result struct {
-	URL      string   `json:"url"`
-	Mode     string   `json:"mode"` // ModeCheck or ModeRegister
-	OK       bool     `json:"ok"`
-	ExitCode int      `json:"exit_code"`
-	Class    string   `json:"class"`
-	Reason   string   `json:"reason,omitempty"`
-	Fix      string   `json:"fix,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-	Stages   []Stage  `json:"stages"`
+	URL      string     `json:"url"`
+	Mode     string     `json:"mode"` // ModeCheck or ModeRegister
+	Proxy    *ProxyInfo `json:"proxy,omitempty"`
+	OK       bool       `json:"ok"`
+	ExitCode int        `json:"exit_code"`
+	Class    string     `json:"class"`
+	Reason   string     `json:"reason,omitempty"`
+	Fix      string     `json:"fix,omitempty"`
+	Warnings []string   `json:"warnings,omitempty"`
+	Stages   []Stage    `json:"stages"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -115,6 +119,17 @@ func (r *Result) warn(format string, args ...any) {
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "probing %s (mode %s)\n", r.URL, r.Mode)
+	if p := r.Proxy; p != nil {
+		via := "direct"
+		if p.URL != "" {
+			via = "via " + p.URL
+		}
+		fmt.Fprintf(&b, "proxy: %s (%s, from %s)", via, p.Mode, p.Source)
+		if p.Detail != "" {
+			fmt.Fprintf(&b, ": %s", p.Detail)
+		}
+		b.WriteString("\n")
+	}
 	for _, s := range r.Stages {
 		mark := map[string]string{StatusOK: "ok  ", StatusFailed: "FAIL", StatusSkipped: "skip"}[s.Status]
 		line := s.Detail

@@ -85,6 +85,9 @@ func (s *session) echo() {
 	}
 	switch {
 	case err == nil:
+		if s.cfg.idle > 0 {
+			s.holdIdle()
+		}
 	case info.Received == 0 && !isTimeout(err):
 		// Closed before the relay carried anything: Register was refused.
 		st.Status, st.Detail = StatusSkipped, "the session ended before any echo"

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -56,6 +57,10 @@ type Options struct {
 	// picking a replica the way a Service would); default net.Dialer (also the in-memory
 	// listeners of testing/synctest bubbles).
 	NetDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy picks the forward proxy as gorilla/websocket's Dialer.Proxy
+	// does in the agent: nil means http.ProxyFromEnvironment (the agent's
+	// mode environment); http.ProxyURL(u) is one explicit proxy.
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 // DialError is a refused upgrade: the HTTP answer before any WebSocket.
@@ -117,8 +122,11 @@ func DialRaw(ctx context.Context, o Options) (*Conn, error) {
 		TLSClientConfig:  o.TLS,
 		HandshakeTimeout: o.HandshakeTimeout,
 		Subprotocols:     o.Subprotocols,
-		Proxy:            http.ProxyFromEnvironment,
+		Proxy:            o.Proxy,
 		NetDialContext:   o.NetDialContext,
+	}
+	if d.Proxy == nil {
+		d.Proxy = http.ProxyFromEnvironment
 	}
 	if d.HandshakeTimeout == 0 {
 		d.HandshakeTimeout = 10 * time.Second
