@@ -47,7 +47,7 @@ var chartValueSets = map[string][]string{
 	"plaintext":           {"--set", "envoy.config=envoy-plaintext.yaml"},
 	"plaintext-enforce":   {"--set", "envoy.config=envoy-plaintext.yaml,networkPolicy.mode=enforce"},
 	"single-replica":      {"--set", "replicas=1"},
-	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
+	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
 	"revocation-off":      {"--set", "bridge.revocationAddr="},
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
@@ -79,6 +79,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
 		"helm test without a public key": {"--set", "helmTest.peer=node-a"},
 		"unknown peerAdmission.install":  {"--set", "peerAdmission.install=yes"},
+		"relayAddr port over 65535":      {"--set", "bridge.relayAddr=wirekube-relay-control:70000"},
+		"memory request over its limit":  {"--set", "bridge.resources.requests.memory=1Gi"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {

@@ -197,7 +197,7 @@ func TestEnvoyLimitsFollowMaxSessions(t *testing.T) {
 		heap                     uint64
 	}{
 		{"default", nil, 20000, 20000, 25000, 384 << 20},
-		{"40000 sessions", []string{"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi"}, 40000, 40000, 50000, 768 << 20},
+		{"40000 sessions", []string{"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi"}, 40000, 40000, 50000, 768 << 20},
 		{"1000 sessions keeps the heap floor", []string{"--set", "bridge.maxSessions=1000"}, 1000, 1000, 1250, 384 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

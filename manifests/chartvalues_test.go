@@ -3,16 +3,20 @@ package manifests
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wirekube/relay-ws/bridge"
@@ -148,16 +152,22 @@ func TestChartSchemaRefuses(t *testing.T) {
 		extra []string
 		names string
 	}{
-		"typo at the top":       {[]string{"--set", "replica=3"}, "replica"},
-		"typo below":            {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
-		"string for integer":    {[]string{"--set", "replicas=two"}, "/replicas"},
-		"unknown policy stage":  {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
-		"bad duration":          {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
-		"bad digest":            {[]string{"--set", "image.digest=latest"}, "/image/digest"},
-		"unknown Service type":  {[]string{"--set", "service.type=External"}, "/service/type"},
-		"list for a string":     {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
-		"flag without dashes":   {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
-		"selector in podLabels": {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+		"typo at the top":        {[]string{"--set", "replica=3"}, "replica"},
+		"typo below":             {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
+		"string for integer":     {[]string{"--set", "replicas=two"}, "/replicas"},
+		"unknown policy stage":   {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
+		"bad duration":           {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
+		"bad digest":             {[]string{"--set", "image.digest=latest"}, "/image/digest"},
+		"unknown Service type":   {[]string{"--set", "service.type=External"}, "/service/type"},
+		"list for a string":      {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
+		"flag without dashes":    {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
+		"selector in podLabels":  {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+		"PDB maxUnavailable 0":   {[]string{"--set", "podDisruptionBudget.maxUnavailable=0"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB maxUnavailable 0%":  {[]string{"--set", "podDisruptionBudget.maxUnavailable=0%"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB over 100%":          {[]string{"--set", "podDisruptionBudget.maxUnavailable=101%"}, "/podDisruptionBudget/maxUnavailable"},
+		"maxSessions unbounded":  {[]string{"--set", "bridge.maxSessions=100000"}, "/bridge/maxSessions"},
+		"relayAddr without port": {[]string{"--set", "bridge.relayAddr=wirekube-relay-control.wirekube-system.svc"}, "/bridge/relayAddr"},
+		"memory not a quantity":  {[]string{"--set", "bridge.resources.limits.memory=lots"}, "/bridge/resources/limits/memory"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, tc.extra...)
@@ -265,4 +275,91 @@ func TestChartHelmTest(t *testing.T) {
 		}
 	}
 	mustf(t, audience == "wirekube-relay", "token audience %q, want wirekube-relay", audience)
+}
+
+// memoryFloor is the least memory limit a container may have for
+// maxSessions, from the rules docs/deploy.md#memory states: Envoy's heap cap
+// (384 MiB per 20,000 sessions, never below 384 MiB) plus 64 MiB; the
+// bridge 64 MiB plus 16 KiB per session; extauthz 128 MiB plus 12 KiB per
+// binding.
+func memoryFloor(container string, maxSessions int64) int64 {
+	const ki, mi = 1024, 1024 * 1024
+	switch container {
+	case "envoy":
+		return max(384, maxSessions*384/20000)*mi + 64*mi
+	case "bridge":
+		return 64*mi + maxSessions*16*ki
+	default:
+		return 128*mi + maxSessions*12*ki
+	}
+}
+
+// TestChartMemoryLimitsFollowMaxSessions: a memory limit in any unit of a
+// Kubernetes quantity is compared in bytes with its container's floor for
+// bridge.maxSessions; the expectation comes from apimachinery's own parser.
+func TestChartMemoryLimitsFollowMaxSessions(t *testing.T) {
+	for _, tc := range []struct {
+		container, limit string
+		sessions         int64
+	}{
+		{"envoy", "400M", 20000}, {"envoy", "300000Ki", 20000}, {"envoy", "469762048", 20000},
+		{"envoy", "469762047", 20000}, {"envoy", "470e6", 20000}, {"envoy", "0.5Gi", 20000},
+		{"envoy", "1Gi", 40000}, {"envoy", "832Mi", 40000}, {"envoy", "831Mi", 40000},
+		{"bridge", "512Mi", 20000}, {"bridge", "512Mi", 40000}, {"bridge", "376Mi", 20000}, {"bridge", "377Mi", 20000},
+		{"extauthz", "256Mi", 20000}, {"extauthz", "384Mi", 20000}, {"extauthz", "0.36Gi", 20000},
+		{"extauthz", "1G", 60000}, {"extauthz", "831M", 60000},
+	} {
+		t.Run(tc.container+"="+tc.limit+"/"+strconv.FormatInt(tc.sessions, 10), func(t *testing.T) {
+			q, err := resource.ParseQuantity(tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := q.Value() >= memoryFloor(tc.container, tc.sessions)
+			// The other containers get limits far above any floor here.
+			set := fmt.Sprintf("bridge.maxSessions=%d,envoy.resources.limits.memory=4Gi,bridge.resources.limits.memory=4Gi,extauthz.resources.limits.memory=4Gi,%s.resources.limits.memory=%s",
+				tc.sessions, tc.container, tc.limit)
+			_, err = render.HelmTemplate(t.Context(), chartDir, namespace, "--set", set)
+			if want {
+				mustf(t, err == nil, "refused (%d bytes, floor %d): %v", q.Value(), memoryFloor(tc.container, tc.sessions), err)
+				return
+			}
+			mustf(t, err != nil && strings.Contains(err.Error(), tc.container+".resources.limits.memory "+tc.limit),
+				"rendered or refused without naming the value (%d bytes, floor %d): %v", q.Value(), memoryFloor(tc.container, tc.sessions), err)
+		})
+	}
+}
+
+// TestChartMemoryLimitNumberInValuesFile: a memory limit written as a bare
+// number of bytes in a values file (which Helm reads as a float, 4.69762047e+08)
+// is compared in bytes too.
+func TestChartMemoryLimitNumberInValuesFile(t *testing.T) {
+	floor := memoryFloor("envoy", 20000)
+	for _, limit := range []int64{floor - 1, floor} {
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(f, []byte(fmt.Sprintf("envoy:\n  resources:\n    limits: {memory: %d}\n", limit)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "-f", f)
+		mustf(t, (err == nil) == (limit >= floor), "limit %d, floor %d: %v", limit, floor, err)
+	}
+}
+
+// TestChartLoadBalancerSourceRanges: service.loadBalancerSourceRanges
+// renders exactly the prefixes Go's netip.ParsePrefix accepts and refuses
+// the rest naming the value.
+func TestChartLoadBalancerSourceRanges(t *testing.T) {
+	for _, cidr := range []string{"10.0.0.0/8", "192.168.1.7/32", "0.0.0.0/0", "2001:db8::/32", "::/0",
+		"fe80:0:0:0:0:0:0:1/128", "10.0.0.0", "10.0.0.0/33", "256.0.0.0/8", "010.0.0.0/8", "10.0.0/24",
+		"2001:db8:::/32", "2001:db8::/129", "1:2:3:4:5:6:7:8:9/64", "12345::/16", "10.0.0.0/08", "a.b.c.d/8"} {
+		t.Run(cidr, func(t *testing.T) {
+			_, perr := netip.ParsePrefix(cidr)
+			out, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", "service.type=LoadBalancer,service.loadBalancerSourceRanges[0]="+cidr)
+			if perr == nil {
+				mustf(t, err == nil && strings.Contains(string(out), cidr), "refused or dropped: %v", err)
+				return
+			}
+			mustf(t, err != nil && strings.Contains(err.Error(), "service.loadBalancerSourceRanges") && strings.Contains(err.Error(), cidr),
+				"rendered (netip: %v), want a refusal naming the value: %v", perr, err)
+		})
+	}
 }
