@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
@@ -361,5 +362,57 @@ func TestChartLoadBalancerSourceRanges(t *testing.T) {
 			mustf(t, err != nil && strings.Contains(err.Error(), "service.loadBalancerSourceRanges") && strings.Contains(err.Error(), cidr),
 				"rendered (netip: %v), want a refusal naming the value: %v", perr, err)
 		})
+	}
+}
+
+// TestChartReleaseNamespaceOutsideWireKube: installed into a namespace of
+// its own, the gateway's ServiceAccount may still read Pods and
+// ServiceAccounts in every namespace extauthz watches (those of
+// --agent-service-account, --peer-namespace and --allow-service-account,
+// docs/extauthz.md), each through a Role in that namespace bound to the
+// ServiceAccount in the release namespace.
+func TestChartReleaseNamespaceOutsideWireKube(t *testing.T) {
+	const release = "relay-gw"
+	out, err := render.HelmTemplate(t.Context(), chartDir, release, "--set", "extauthz.allowServiceAccounts={monitoring/prober}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rendered{dir: "chart in " + release, objs: objs}
+	watched := map[string]bool{}
+	for _, a := range container(r.deployment(t), "extauthz").Args {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch name {
+		case "agent-service-account", "allow-service-account":
+			ns, _, _ := strings.Cut(value, "/")
+			watched[ns] = true
+		case "peer-namespace":
+			watched[value] = true
+		}
+	}
+	mustf(t, watched["wirekube-system"] && watched["monitoring"] && !watched[release], "extauthz watches %v", watched)
+	for ns := range watched {
+		var roles []string
+		for _, u := range r.all("Role") {
+			if u.GetNamespace() != ns {
+				continue
+			}
+			g := grants(t, into[rbacv1.Role](t, u).Rules)
+			if slices.Contains(g, grant{"", "pods", "get,list,watch"}) && slices.Contains(g, grant{"", "serviceaccounts", "get,list,watch"}) {
+				roles = append(roles, u.GetName())
+			}
+		}
+		mustf(t, len(roles) == 1, "namespace %s: Roles reading Pods and ServiceAccounts %v, want one", ns, roles)
+		bound := false
+		for _, u := range r.all("RoleBinding") {
+			b := into[rbacv1.RoleBinding](t, u)
+			if b.Namespace == ns && len(roles) == 1 && b.RoleRef.Name == roles[0] {
+				bound = slices.Contains(b.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Name: "wirekube-relay-gateway", Namespace: release})
+			}
+		}
+		mustf(t, bound, "namespace %s: no RoleBinding gives its Role to %s/wirekube-relay-gateway", ns, release)
 	}
 }
