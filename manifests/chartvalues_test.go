@@ -416,3 +416,14 @@ func TestChartReleaseNamespaceOutsideWireKube(t *testing.T) {
 		mustf(t, bound, "namespace %s: no RoleBinding gives its Role to %s/wirekube-relay-gateway", ns, release)
 	}
 }
+
+// TestChartDebugSessions: bridge.debugSessions turns the bridge's session
+// listing on (the flag parses with the bridge's own flag set and
+// validation), it is off by default, and NOTES warn while it is on.
+func TestChartDebugSessions(t *testing.T) {
+	mustf(t, !parseBridge(t, container(renderChart(t).deployment(t), "bridge").Args).DebugSessions, "the session listing is on by default")
+	on := parseBridge(t, container(renderChart(t, "--set", "bridge.debugSessions=true").deployment(t), "bridge").Args)
+	mustf(t, on.DebugSessions && on.MetricsListen != "", "bridge.debugSessions=true: --debug-sessions %v on %q", on.DebugSessions, on.MetricsListen)
+	mustf(t, strings.Contains(renderNotes(t, "--set", "bridge.debugSessions=true"), "SESSION LISTING ON"), "NOTES do not warn of the listing")
+	mustf(t, !strings.Contains(renderNotes(t), "SESSION LISTING ON"), "NOTES warn of a listing that is off")
+}

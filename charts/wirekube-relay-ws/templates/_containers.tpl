@@ -125,6 +125,9 @@ imagePullPolicy: {{ . }}
   - --drain-timeout={{ $b.drainTimeout }}
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys
+  {{- if $b.debugSessions }}
+  - --debug-sessions
+  {{- end }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
