@@ -156,6 +156,10 @@ IMAGE ?= ghcr.io/wirekube/relay-ws:$(VERSION)
 image: ## Build the container image (needs a Docker engine; not run in CI).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
+.PHONY: chart-readme
+chart-readme: ## Regenerate charts/wirekube-relay-ws/README.md from Chart.yaml and values.yaml (a test checks it).
+	go test ./manifests -run '^TestChartReadme$$' -count=1 -update-chart-readme
+
 .PHONY: manifests-sync
 manifests-sync: ## Copy envoy/ configs into manifests/base and the chart's files/ (kustomize and helm cannot read outside their roots).
 	cp envoy/envoy.yaml envoy/envoy-plaintext.yaml manifests/base/
