@@ -9,6 +9,9 @@ app.kubernetes.io/part-of: wirekube
 {{- end -}}
 
 {{- define "gw.helmLabels" -}}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
