@@ -53,6 +53,9 @@ var chartValueSets = map[string][]string{
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
+	"ingress-nginx":       {"--set", "front=none,ingress.enabled=true"},
+	"ingress-alb":         {"--set", "ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/x"},
+	"http-route":          {"--set", "envoy.config=envoy-plaintext.yaml,httpRoute.enabled=true,httpRoute.parentRefs[0].name=gw,certificate.enabled=true,certificate.issuerRef.name=le"},
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
 	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},
 }
