@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"net"
 	"slices"
 	"strconv"
@@ -351,4 +353,18 @@ func TestChartOperatorOptions(t *testing.T) {
 	}
 	none := renderChart(t, "--set", "topologySpreadConstraints=null").deployment(t)
 	mustf(t, len(none.Spec.Template.Spec.TopologySpreadConstraints) == 0, "topologySpreadConstraints=null renders %v", none.Spec.Template.Spec.TopologySpreadConstraints)
+}
+
+// TestChartNoAutoscaler: no value set renders a HorizontalPodAutoscaler,
+// and docs/deploy.md#autoscaling gives the reason, naming the capacity
+// alert the chart ships instead.
+func TestChartNoAutoscaler(t *testing.T) {
+	for name, extra := range chartValueSets {
+		mustf(t, len(renderChart(t, extra...).all("HorizontalPodAutoscaler")) == 0, "%s renders an HPA", name)
+	}
+	s := readDoc(t, "../docs/deploy.md")
+	mustf(t, strings.Contains(s, `<a id="autoscaling"></a>`) && strings.Contains(s, "WireKubeRelayGatewayNearCapacity"),
+		"docs/deploy.md does not say why there is no autoscaler")
+	rules, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
+	mustf(t, err == nil && strings.Contains(string(rules), "alert: WireKubeRelayGatewayNearCapacity"), "the capacity alert is gone: %v", err)
 }

@@ -120,4 +120,7 @@ const install = "## Install\n\n" +
 	"```\n\n" +
 	"`helm status` prints the lock-down stage, the WireKubeMesh to apply and the probe commands (NOTES.txt);\n" +
 	"`helm test` runs the probe on one node once `helmTest.peer` and `helmTest.publicKey` are set. Roll back with\n" +
-	"`helm rollback wirekube-relay-gateway REVISION -n wirekube-system`.\n\n"
+	"`helm rollback wirekube-relay-gateway REVISION -n wirekube-system`.\n\n" +
+	"Object names are fixed (`wirekube-relay-gateway*`, one gateway per cluster, like the WireKube chart's): the\n" +
+	"probe's default selector, the alerts and the admission policy name them, so there is no `nameOverride`. There is\n" +
+	"no HorizontalPodAutoscaler either: docs/deploy.md#autoscaling says why.\n\n"
