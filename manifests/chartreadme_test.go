@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/wirekube/relay-ws/internal/chartdoc"
+	"github.com/wirekube/relay-ws/internal/test/chartdoc"
 )
 
 var updateChartReadme = flag.Bool("update-chart-readme", false, "rewrite charts/wirekube-relay-ws/README.md (make chart-readme)")
