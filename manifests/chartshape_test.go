@@ -2,9 +2,9 @@ package manifests
 
 import (
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
-	"net"
 	"slices"
 	"strconv"
 	"strings"

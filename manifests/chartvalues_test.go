@@ -434,7 +434,9 @@ func TestChartDebugSessions(t *testing.T) {
 // in that mode, and none once a monitor scrapes extauthz.
 func TestChartNotesNameAlertsBlindToAnnotations(t *testing.T) {
 	var spec struct {
-		Groups []struct{ Rules []struct{ Alert, Expr string } }
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
 	if err == nil {
