@@ -309,6 +309,8 @@ func TestChartMemoryLimitsFollowMaxSessions(t *testing.T) {
 		{"bridge", "512Mi", 20000}, {"bridge", "512Mi", 40000}, {"bridge", "376Mi", 20000}, {"bridge", "377Mi", 20000},
 		{"extauthz", "256Mi", 20000}, {"extauthz", "384Mi", 20000}, {"extauthz", "0.36Gi", 20000},
 		{"extauthz", "1G", 60000}, {"extauthz", "831M", 60000},
+		{"envoy", "0.4375Gi", 20000}, {"envoy", "0.4374Gi", 20000}, {"envoy", "4.6976205e8", 20000},
+		{"envoy", "458752Ki", 20000}, {"envoy", "458751Ki", 20000}, {"bridge", ".5Gi", 20000}, {"bridge", "1E", 64511},
 	} {
 		t.Run(tc.container+"="+tc.limit+"/"+strconv.FormatInt(tc.sessions, 10), func(t *testing.T) {
 			q, err := resource.ParseQuantity(tc.limit)
