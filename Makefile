@@ -156,6 +156,11 @@ IMAGE ?= ghcr.io/wirekube/relay-ws:$(VERSION)
 image: ## Build the container image (needs a Docker engine; not run in CI).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
+.PHONY: chart-readme
+chart-readme: ## Regenerate the chart's README.md (from Chart.yaml, values.yaml) and Artifact Hub changes (from CHANGELOG.md); tests check both.
+	go test ./manifests -run '^TestChartArtifactHub$$' -count=1 -update-artifacthub-changes
+	go test ./manifests -run '^TestChartReadme$$' -count=1 -update-chart-readme
+
 .PHONY: manifests-sync
 manifests-sync: ## Copy envoy/ configs into manifests/base and the chart's files/ (kustomize and helm cannot read outside their roots).
 	cp envoy/envoy.yaml envoy/envoy-plaintext.yaml manifests/base/

@@ -35,7 +35,12 @@ var chartValueSets = map[string][]string{
 		"monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
 	"plaintext":      {"--set", "envoy.config=envoy-plaintext.yaml"},
 	"single-replica": {"--set", "replicas=1"},
-	"large":          {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
+	"large": {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi," +
+		"bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
+	"ingress-nginx": {"--set", "front=none,ingress.enabled=true"},
+	"operator-options": {"--set", "commonLabels.team=net,extraVolumes[0].name=ca,extraVolumes[0].configMap.name=ca," +
+		"bridge.extraVolumeMounts[0].name=ca,bridge.extraVolumeMounts[0].mountPath=/etc/ca,bridge.extraEnv[0].name=E," +
+		"bridge.extraEnv[0].value=v,bridge.debugSessions=true"},
 	"revocation-off": {"--set", "bridge.revocationAddr="},
 	"pod-options": {"--set", "imagePullSecrets[0].name=regcred,nodeSelector.pool=edge,podAnnotations.team=net," +
 		"podLabels.tier=edge,service.type=LoadBalancer,service.externalTrafficPolicy=Local,image.digest=sha256:" +

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wirekube/relay-ws/internal/test/netpol"
+	"github.com/wirekube/relay-ws/internal/version"
 	"github.com/wirekube/relay-ws/tools/probe"
 )
 
@@ -47,11 +48,14 @@ var chartValueSets = map[string][]string{
 	"plaintext":           {"--set", "envoy.config=envoy-plaintext.yaml"},
 	"plaintext-enforce":   {"--set", "envoy.config=envoy-plaintext.yaml,networkPolicy.mode=enforce"},
 	"single-replica":      {"--set", "replicas=1"},
-	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,replicas=3"},
+	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
 	"revocation-off":      {"--set", "bridge.revocationAddr="},
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
+	"ingress-nginx":       {"--set", "front=none,ingress.enabled=true"},
+	"ingress-alb":         {"--set", "ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/x"},
+	"http-route":          {"--set", "envoy.config=envoy-plaintext.yaml,httpRoute.enabled=true,httpRoute.parentRefs[0].name=gw,certificate.enabled=true,certificate.issuerRef.name=le"},
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
 	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},
 }
@@ -79,6 +83,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
 		"helm test without a public key": {"--set", "helmTest.peer=node-a"},
 		"unknown peerAdmission.install":  {"--set", "peerAdmission.install=yes"},
+		"relayAddr port over 65535":      {"--set", "bridge.relayAddr=wirekube-relay-control:70000"},
+		"memory request over its limit":  {"--set", "bridge.resources.requests.memory=1Gi"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
@@ -372,7 +378,9 @@ func TestAlertRunbooks(t *testing.T) {
 			}
 			n++
 			anchor := strings.ToLower(r.Alert)
-			want := "https://github.com/wirekube/relay-ws/blob/main/docs/monitoring.md#" + anchor
+			// Pinned to the version this tree builds, whose docs describe
+			// the installed alerts (main moves on).
+			want := "https://github.com/wirekube/relay-ws/blob/" + version.Release + "/docs/monitoring.md#" + anchor
 			mustf(t, r.Annotations["runbook_url"] == want, "%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
 			mustf(t, strings.Contains(string(doc), `<a id="`+anchor+`"></a>`), "docs/monitoring.md has no anchor %s for %s", anchor, r.Alert)
 			mustf(t, !strings.Contains(r.Expr, "absent("), "%s uses absent(), which drops the namespace label: %s", r.Alert, r.Expr)

@@ -1,7 +1,10 @@
 package manifests
 
 import (
+	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,7 +200,7 @@ func TestEnvoyLimitsFollowMaxSessions(t *testing.T) {
 		heap                     uint64
 	}{
 		{"default", nil, 20000, 20000, 25000, 384 << 20},
-		{"40000 sessions", []string{"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi"}, 40000, 40000, 50000, 768 << 20},
+		{"40000 sessions", []string{"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi"}, 40000, 40000, 50000, 768 << 20},
 		{"1000 sessions keeps the heap floor", []string{"--set", "bridge.maxSessions=1000"}, 1000, 1000, 1250, 384 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,4 +316,55 @@ func TestChartPodOptions(t *testing.T) {
 	mustf(t, svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		"Service type %s externalTrafficPolicy %s", svc.Spec.Type, svc.Spec.ExternalTrafficPolicy)
 	mustf(t, svc.Annotations["service.beta.kubernetes.io/aws-load-balancer-type"] == "external", "Service annotations %v", svc.Annotations)
+}
+
+// TestChartOperatorOptions: priorityClassName, topologySpreadConstraints
+// (an entry without a selector spreads the gateway's Pods), commonLabels
+// on every object and Pod but in no selector, and extraEnv /
+// extraVolumeMounts per container over extraVolumes.
+func TestChartOperatorOptions(t *testing.T) {
+	r := renderChart(t, "--set", "priorityClassName=gw-critical,commonLabels.team=net,"+
+		"topologySpreadConstraints[0].maxSkew=2,topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone,topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule,"+
+		"extraVolumes[0].name=extra-ca,extraVolumes[0].configMap.name=extra-ca,"+
+		"envoy.extraEnv[0].name=E,envoy.extraEnv[0].value=envoy,extauthz.extraEnv[0].name=E,extauthz.extraEnv[0].value=extauthz,bridge.extraEnv[0].name=E,bridge.extraEnv[0].value=bridge,"+
+		"envoy.extraVolumeMounts[0].name=extra-ca,envoy.extraVolumeMounts[0].mountPath=/etc/extra-ca,"+
+		"extauthz.extraVolumeMounts[0].name=extra-ca,extauthz.extraVolumeMounts[0].mountPath=/etc/extra-ca,"+
+		"bridge.extraVolumeMounts[0].name=extra-ca,bridge.extraVolumeMounts[0].mountPath=/etc/extra-ca")
+	d := r.deployment(t)
+	ps := d.Spec.Template.Spec
+	mustf(t, ps.PriorityClassName == "gw-critical", "priorityClassName %q", ps.PriorityClassName)
+	mustf(t, len(ps.TopologySpreadConstraints) == 1, "spread %v, want the one given", ps.TopologySpreadConstraints)
+	c := ps.TopologySpreadConstraints[0]
+	mustf(t, c.MaxSkew == 2 && c.TopologyKey == "topology.kubernetes.io/zone" && c.LabelSelector != nil &&
+		maps.Equal(c.LabelSelector.MatchLabels, d.Spec.Selector.MatchLabels), "spread %+v, want the gateway's selector filled in", c)
+	for _, o := range r.objs {
+		mustf(t, o.GetLabels()["team"] == "net", "%s %s lacks commonLabels", o.GetKind(), o.GetName())
+	}
+	mustf(t, d.Spec.Template.Labels["team"] == "net", "Pod labels %v lack commonLabels", d.Spec.Template.Labels)
+	for name, sel := range selectorsOf(t, r) {
+		mustf(t, !strings.Contains(sel.String(), "team"), "%s selects by a commonLabel: %s", name, sel)
+	}
+	mustf(t, slices.ContainsFunc(ps.Volumes, func(v corev1.Volume) bool { return v.Name == "extra-ca" && v.ConfigMap != nil }), "extraVolumes not rendered")
+	for _, name := range []string{"envoy", "extauthz", "bridge"} {
+		ct := container(d, name)
+		mustf(t, slices.ContainsFunc(ct.Env, func(e corev1.EnvVar) bool { return e.Name == "E" && e.Value == name }), "%s env %v", name, ct.Env)
+		mustf(t, slices.ContainsFunc(ct.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "extra-ca" && m.MountPath == "/etc/extra-ca" }),
+			"%s mounts %v", name, ct.VolumeMounts)
+	}
+	none := renderChart(t, "--set", "topologySpreadConstraints=null").deployment(t)
+	mustf(t, len(none.Spec.Template.Spec.TopologySpreadConstraints) == 0, "topologySpreadConstraints=null renders %v", none.Spec.Template.Spec.TopologySpreadConstraints)
+}
+
+// TestChartNoAutoscaler: no value set renders a HorizontalPodAutoscaler,
+// and docs/deploy.md#autoscaling gives the reason, naming the capacity
+// alert the chart ships instead.
+func TestChartNoAutoscaler(t *testing.T) {
+	for name, extra := range chartValueSets {
+		mustf(t, len(renderChart(t, extra...).all("HorizontalPodAutoscaler")) == 0, "%s renders an HPA", name)
+	}
+	s := readDoc(t, "../docs/deploy.md")
+	mustf(t, strings.Contains(s, `<a id="autoscaling"></a>`) && strings.Contains(s, "WireKubeRelayGatewayNearCapacity"),
+		"docs/deploy.md does not say why there is no autoscaler")
+	rules, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
+	mustf(t, err == nil && strings.Contains(string(rules), "alert: WireKubeRelayGatewayNearCapacity"), "the capacity alert is gone: %v", err)
 }

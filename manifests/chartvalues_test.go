@@ -3,16 +3,21 @@ package manifests
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wirekube/relay-ws/bridge"
@@ -148,16 +153,22 @@ func TestChartSchemaRefuses(t *testing.T) {
 		extra []string
 		names string
 	}{
-		"typo at the top":       {[]string{"--set", "replica=3"}, "replica"},
-		"typo below":            {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
-		"string for integer":    {[]string{"--set", "replicas=two"}, "/replicas"},
-		"unknown policy stage":  {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
-		"bad duration":          {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
-		"bad digest":            {[]string{"--set", "image.digest=latest"}, "/image/digest"},
-		"unknown Service type":  {[]string{"--set", "service.type=External"}, "/service/type"},
-		"list for a string":     {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
-		"flag without dashes":   {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
-		"selector in podLabels": {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+		"typo at the top":        {[]string{"--set", "replica=3"}, "replica"},
+		"typo below":             {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
+		"string for integer":     {[]string{"--set", "replicas=two"}, "/replicas"},
+		"unknown policy stage":   {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
+		"bad duration":           {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
+		"bad digest":             {[]string{"--set", "image.digest=latest"}, "/image/digest"},
+		"unknown Service type":   {[]string{"--set", "service.type=External"}, "/service/type"},
+		"list for a string":      {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
+		"flag without dashes":    {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
+		"selector in podLabels":  {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+		"PDB maxUnavailable 0":   {[]string{"--set", "podDisruptionBudget.maxUnavailable=0"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB maxUnavailable 0%":  {[]string{"--set", "podDisruptionBudget.maxUnavailable=0%"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB over 100%":          {[]string{"--set", "podDisruptionBudget.maxUnavailable=101%"}, "/podDisruptionBudget/maxUnavailable"},
+		"maxSessions unbounded":  {[]string{"--set", "bridge.maxSessions=100000"}, "/bridge/maxSessions"},
+		"relayAddr without port": {[]string{"--set", "bridge.relayAddr=wirekube-relay-control.wirekube-system.svc"}, "/bridge/relayAddr"},
+		"memory not a quantity":  {[]string{"--set", "bridge.resources.limits.memory=lots"}, "/bridge/resources/limits/memory"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, tc.extra...)
@@ -265,4 +276,192 @@ func TestChartHelmTest(t *testing.T) {
 		}
 	}
 	mustf(t, audience == "wirekube-relay", "token audience %q, want wirekube-relay", audience)
+}
+
+// memoryFloor is the least memory limit a container may have for
+// maxSessions, from the rules docs/deploy.md#memory states: Envoy's heap cap
+// (384 MiB per 20,000 sessions, never below 384 MiB) plus 64 MiB; the
+// bridge 64 MiB plus 16 KiB per session; extauthz 128 MiB plus 12 KiB per
+// binding.
+func memoryFloor(container string, maxSessions int64) int64 {
+	const ki, mi = 1024, 1024 * 1024
+	switch container {
+	case "envoy":
+		return max(384, maxSessions*384/20000)*mi + 64*mi
+	case "bridge":
+		return 64*mi + maxSessions*16*ki
+	default:
+		return 128*mi + maxSessions*12*ki
+	}
+}
+
+// TestChartMemoryLimitsFollowMaxSessions: a memory limit in any unit of a
+// Kubernetes quantity is compared in bytes with its container's floor for
+// bridge.maxSessions; the expectation comes from apimachinery's own parser.
+func TestChartMemoryLimitsFollowMaxSessions(t *testing.T) {
+	for _, tc := range []struct {
+		container, limit string
+		sessions         int64
+	}{
+		{"envoy", "400M", 20000}, {"envoy", "300000Ki", 20000}, {"envoy", "469762048", 20000},
+		{"envoy", "469762047", 20000}, {"envoy", "470e6", 20000}, {"envoy", "0.5Gi", 20000},
+		{"envoy", "1Gi", 40000}, {"envoy", "832Mi", 40000}, {"envoy", "831Mi", 40000},
+		{"bridge", "512Mi", 20000}, {"bridge", "512Mi", 40000}, {"bridge", "376Mi", 20000}, {"bridge", "377Mi", 20000},
+		{"extauthz", "256Mi", 20000}, {"extauthz", "384Mi", 20000}, {"extauthz", "0.36Gi", 20000},
+		{"extauthz", "1G", 60000}, {"extauthz", "831M", 60000},
+		{"envoy", "0.4375Gi", 20000}, {"envoy", "0.4374Gi", 20000}, {"envoy", "4.6976205e8", 20000},
+		{"envoy", "458752Ki", 20000}, {"envoy", "458751Ki", 20000}, {"bridge", ".5Gi", 20000}, {"bridge", "1E", 64511},
+	} {
+		t.Run(tc.container+"="+tc.limit+"/"+strconv.FormatInt(tc.sessions, 10), func(t *testing.T) {
+			q, err := resource.ParseQuantity(tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := q.Value() >= memoryFloor(tc.container, tc.sessions)
+			// The other containers get limits far above any floor here.
+			set := fmt.Sprintf("bridge.maxSessions=%d,envoy.resources.limits.memory=4Gi,bridge.resources.limits.memory=4Gi,extauthz.resources.limits.memory=4Gi,%s.resources.limits.memory=%s",
+				tc.sessions, tc.container, tc.limit)
+			_, err = render.HelmTemplate(t.Context(), chartDir, namespace, "--set", set)
+			if want {
+				mustf(t, err == nil, "refused (%d bytes, floor %d): %v", q.Value(), memoryFloor(tc.container, tc.sessions), err)
+				return
+			}
+			mustf(t, err != nil && strings.Contains(err.Error(), tc.container+".resources.limits.memory "+tc.limit),
+				"rendered or refused without naming the value (%d bytes, floor %d): %v", q.Value(), memoryFloor(tc.container, tc.sessions), err)
+		})
+	}
+}
+
+// TestChartMemoryLimitNumberInValuesFile: a memory limit written as a bare
+// number of bytes in a values file (which Helm reads as a float, 4.69762047e+08)
+// is compared in bytes too.
+func TestChartMemoryLimitNumberInValuesFile(t *testing.T) {
+	floor := memoryFloor("envoy", 20000)
+	for _, limit := range []int64{floor - 1, floor} {
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(f, []byte(fmt.Sprintf("envoy:\n  resources:\n    limits: {memory: %d}\n", limit)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "-f", f)
+		mustf(t, (err == nil) == (limit >= floor), "limit %d, floor %d: %v", limit, floor, err)
+	}
+}
+
+// TestChartLoadBalancerSourceRanges: service.loadBalancerSourceRanges
+// renders exactly the prefixes Go's netip.ParsePrefix accepts and refuses
+// the rest naming the value.
+func TestChartLoadBalancerSourceRanges(t *testing.T) {
+	for _, cidr := range []string{"10.0.0.0/8", "192.168.1.7/32", "0.0.0.0/0", "2001:db8::/32", "::/0",
+		"fe80:0:0:0:0:0:0:1/128", "10.0.0.0", "10.0.0.0/33", "256.0.0.0/8", "010.0.0.0/8", "10.0.0/24",
+		"2001:db8:::/32", "2001:db8::/129", "1:2:3:4:5:6:7:8:9/64", "12345::/16", "10.0.0.0/08", "a.b.c.d/8"} {
+		t.Run(cidr, func(t *testing.T) {
+			_, perr := netip.ParsePrefix(cidr)
+			out, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", "service.type=LoadBalancer,service.loadBalancerSourceRanges[0]="+cidr)
+			if perr == nil {
+				mustf(t, err == nil && strings.Contains(string(out), cidr), "refused or dropped: %v", err)
+				return
+			}
+			mustf(t, err != nil && strings.Contains(err.Error(), "service.loadBalancerSourceRanges") && strings.Contains(err.Error(), cidr),
+				"rendered (netip: %v), want a refusal naming the value: %v", perr, err)
+		})
+	}
+}
+
+// TestChartReleaseNamespaceOutsideWireKube: installed into a namespace of
+// its own, the gateway's ServiceAccount may still read Pods and
+// ServiceAccounts in every namespace extauthz watches (those of
+// --agent-service-account, --peer-namespace and --allow-service-account,
+// docs/extauthz.md), each through a Role in that namespace bound to the
+// ServiceAccount in the release namespace.
+func TestChartReleaseNamespaceOutsideWireKube(t *testing.T) {
+	const release = "relay-gw"
+	out, err := render.HelmTemplate(t.Context(), chartDir, release, "--set", "extauthz.allowServiceAccounts={monitoring/prober}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := decodeAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rendered{dir: "chart in " + release, objs: objs}
+	watched := map[string]bool{}
+	for _, a := range container(r.deployment(t), "extauthz").Args {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch name {
+		case "agent-service-account", "allow-service-account":
+			ns, _, _ := strings.Cut(value, "/")
+			watched[ns] = true
+		case "peer-namespace":
+			watched[value] = true
+		}
+	}
+	mustf(t, watched["wirekube-system"] && watched["monitoring"] && !watched[release], "extauthz watches %v", watched)
+	for ns := range watched {
+		var roles []string
+		for _, u := range r.all("Role") {
+			if u.GetNamespace() != ns {
+				continue
+			}
+			g := grants(t, into[rbacv1.Role](t, u).Rules)
+			if slices.Contains(g, grant{"", "pods", "get,list,watch"}) && slices.Contains(g, grant{"", "serviceaccounts", "get,list,watch"}) {
+				roles = append(roles, u.GetName())
+			}
+		}
+		mustf(t, len(roles) == 1, "namespace %s: Roles reading Pods and ServiceAccounts %v, want one", ns, roles)
+		bound := false
+		for _, u := range r.all("RoleBinding") {
+			b := into[rbacv1.RoleBinding](t, u)
+			if b.Namespace == ns && len(roles) == 1 && b.RoleRef.Name == roles[0] {
+				bound = slices.Contains(b.Subjects, rbacv1.Subject{Kind: "ServiceAccount", Name: "wirekube-relay-gateway", Namespace: release})
+			}
+		}
+		mustf(t, bound, "namespace %s: no RoleBinding gives its Role to %s/wirekube-relay-gateway", ns, release)
+	}
+}
+
+// TestChartDebugSessions: bridge.debugSessions turns the bridge's session
+// listing on (the flag parses with the bridge's own flag set and
+// validation), it is off by default, and NOTES warn while it is on.
+func TestChartDebugSessions(t *testing.T) {
+	mustf(t, !parseBridge(t, container(renderChart(t).deployment(t), "bridge").Args).DebugSessions, "the session listing is on by default")
+	on := parseBridge(t, container(renderChart(t, "--set", "bridge.debugSessions=true").deployment(t), "bridge").Args)
+	mustf(t, on.DebugSessions && on.MetricsListen != "", "bridge.debugSessions=true: --debug-sessions %v on %q", on.DebugSessions, on.MetricsListen)
+	mustf(t, strings.Contains(renderNotes(t, "--set", "bridge.debugSessions=true"), "SESSION LISTING ON"), "NOTES do not warn of the listing")
+	mustf(t, !strings.Contains(renderNotes(t), "SESSION LISTING ON"), "NOTES warn of a listing that is off")
+}
+
+// TestChartNotesNameAlertsBlindToAnnotations: scraping by annotation reaches
+// the bridge's port only, so NOTES name every alert whose expression reads
+// a wirekube_extauthz_* metric (from the rule file, here parsed on its own)
+// in that mode, and none once a monitor scrapes extauthz.
+func TestChartNotesNameAlertsBlindToAnnotations(t *testing.T) {
+	var spec struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(data, &spec)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blind []string
+	for _, g := range spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" && strings.Contains(r.Expr, "wirekube_extauthz_") {
+				blind = append(blind, r.Alert)
+			}
+		}
+	}
+	mustf(t, len(blind) >= 6, "only %d alerts read extauthz metrics: %v", len(blind), blind)
+	notes := renderNotes(t)
+	for _, a := range blind {
+		mustf(t, strings.Contains(notes, a), "NOTES (annotation scraping) do not name %s, which cannot fire then", a)
+	}
+	for _, monitor := range []string{"podMonitor", "serviceMonitor"} {
+		notes := renderNotes(t, "--set", "monitoring."+monitor+".enabled=true")
+		mustf(t, !strings.Contains(notes, "SCRAPING BY ANNOTATION"), "%s scrapes extauthz, NOTES still warn", monitor)
+	}
 }

@@ -76,6 +76,10 @@ var wireKubeContradictions = []struct {
 		"readiness for the lock-down is every agent WireKubePeer holding a live wss session (sessions --every-peer), not a restart"},
 	{"relayWs.replicas hedge", regexp.MustCompile(`(?i)if your chart version has no .?relayWs\.replicas`),
 		"chart v0.0.17 has relayWs.replicas and relayWs.podDisruptionBudget.enabled"},
+	{"node debugger Pod", regexp.MustCompile(`kubectl debug node/`),
+		"a node debugger Pod with the sysadmin profile is privileged, which Pod Security baseline refuses: use a debug container in the agent's Pod"},
+	{"kubectl rollback of a Helm release", regexp.MustCompile(`rollout undo`),
+		"the chart is a Helm release: roll back with helm rollback, which keeps Helm's record of the release true"},
 	{"CNI CIDR matching of nodes", regexp.MustCompile(`policy-cidr-match-mode`),
 		"no node CIDR rule is shipped any more: its CNI caveat has nothing to qualify"},
 }
@@ -127,6 +131,29 @@ func TestDocsNameTheWireKubeBehaviour(t *testing.T) {
 		s := readDoc(t, f)
 		for _, w := range wants {
 			mustf(t, regexp.MustCompile(w).MatchString(s), "%s does not say %q", f, w)
+		}
+	}
+}
+
+// TestDocsProbeFromAnywhere: the "probe from anywhere" recipes bind the
+// agent token to the agent's Pod (which works on every Kubernetes the chart
+// allows), say what `create serviceaccounts/token` on the agent account
+// grants, and every mention of a Node-bound token names 1.31, the first
+// release where ServiceAccountTokenNodeBinding is on by default (the chart
+// allows 1.30).
+func TestDocsProbeFromAnywhere(t *testing.T) {
+	for _, f := range []string{"../docs/tools.md", "../charts/wirekube-relay-ws/templates/NOTES.txt"} {
+		s := readDoc(t, f)
+		for _, w := range []string{"--bound-object-kind=Pod", "serviceaccounts/token", "every node's agent", "--profile=general"} {
+			mustf(t, strings.Contains(s, w), "%s does not say %q", f, w)
+		}
+	}
+	node := regexp.MustCompile(`--bound-object-kind[= ]Node\b`)
+	for _, f := range docsFiles(t) {
+		s := readDoc(t, f)
+		for _, loc := range node.FindAllStringIndex(s, -1) {
+			near := s[max(0, loc[0]-200):min(len(s), loc[1]+200)]
+			mustf(t, strings.Contains(near, "1.31"), "%s: a Node-bound token without 1.31 (ServiceAccountTokenNodeBinding on by default from 1.31; the chart allows 1.30): %q", f, near)
 		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/wirekube/relay-ws/tools/probe"
 )
 
 // TestChartHelmTestLeavesNoCredential: `helm test` creates one object, the
@@ -45,4 +48,27 @@ func TestChartHelmTestLeavesNoCredential(t *testing.T) {
 				"projected token audience %q, %v s; want wirekube-relay, 600", tok.Audience, tok.ExpirationSeconds)
 		}
 	}
+}
+
+// TestChartHelmTestPodJoinsNoSelector: the helm test Pod matches no
+// selector of the gateway (Deployment, Services, PDB, PodMonitor,
+// NetworkPolicies) nor the default selector of `wirekube-relay-probe
+// sessions`: a test Pod left behind after a failure would otherwise join
+// the gateway Service and the PDB, and make `sessions` list a Pod without
+// a bridge.
+func TestChartHelmTestPodJoinsNoSelector(t *testing.T) {
+	r := renderChart(t, "--set", "front=none,helmTest.peer=node-a,helmTest.publicKey="+testPublicKey+
+		",monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,networkPolicy.mode=enforce")
+	pod := into[corev1.Pod](t, r.one(t, "Pod", "wirekube-relay-gateway-test"))
+	set := labels.Set(pod.Labels)
+	sels := selectorsOf(t, r)
+	mustf(t, len(sels) >= 6, "found %d selectors, want the Deployment's, two Services', the PDB's, the PodMonitor's, the metrics Service's and the policies'", len(sels))
+	for name, sel := range sels {
+		mustf(t, !sel.Matches(set), "%s selects the helm test Pod (labels %v)", name, pod.Labels)
+	}
+	probeSel, err := labels.Parse(probe.DefaultGatewaySelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustf(t, !probeSel.Matches(set), "wirekube-relay-probe sessions' default selector %q selects the helm test Pod", probe.DefaultGatewaySelector)
 }

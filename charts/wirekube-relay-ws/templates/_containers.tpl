@@ -7,6 +7,14 @@ securityContext:
   seccompProfile: {type: RuntimeDefault}
 {{- end -}}
 
+{{/* A container's extraEnv (the argument is its values block). */}}
+{{- define "gw.extraEnv" -}}
+{{- with .extraEnv }}
+env:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
 {{- define "gw.pullPolicy" -}}
 {{- with .Values.image.pullPolicy }}
 imagePullPolicy: {{ . }}
@@ -51,6 +59,8 @@ imagePullPolicy: {{ . }}
   - {name: tls, mountPath: /etc/envoy/tls, readOnly: true}
   {{- end }}
   - {name: tmp, mountPath: /tmp}
+  {{- with .Values.envoy.extraVolumeMounts }}{{ toYaml . | nindent 2 }}{{ end }}
+  {{- include "gw.extraEnv" .Values.envoy | nindent 2 }}
 {{- end -}}
 
 {{- define "gw.extauthzContainer" -}}
@@ -107,6 +117,8 @@ imagePullPolicy: {{ . }}
   - {name: kube-api-access, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
   - {name: revocation, mountPath: /run/wirekube-revocation}
   {{- include "gw.signingMount" . | nindent 2 }}
+  {{- with $x.extraVolumeMounts }}{{ toYaml . | nindent 2 }}{{ end }}
+  {{- include "gw.extraEnv" $x | nindent 2 }}
 {{- end -}}
 
 {{- define "gw.bridgeContainer" -}}
@@ -126,6 +138,9 @@ imagePullPolicy: {{ . }}
   - --drain-peers={{ include "gw.name" . }}-replicas
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys
+  {{- if $b.debugSessions }}
+  - --debug-sessions
+  {{- end }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
@@ -152,4 +167,6 @@ imagePullPolicy: {{ . }}
   {{- include "gw.securityContext" . | nindent 2 }}
   volumeMounts:
   - {name: revocation, mountPath: /run/wirekube-revocation, readOnly: true}
+  {{- with $b.extraVolumeMounts }}{{ toYaml . | nindent 2 }}{{ end }}
+  {{- include "gw.extraEnv" $b | nindent 2 }}
 {{- end -}}

@@ -9,6 +9,9 @@ app.kubernetes.io/part-of: wirekube
 {{- end -}}
 
 {{- define "gw.helmLabels" -}}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
@@ -69,12 +72,88 @@ never below 384 MiB) and must fit under the container's memory limit. */}}
 {"sessions": {{ $s }}, "downstream": {{ add $s (div $s 4) }}, "heapMi": {{ $heapMi }}, "heapBytes": {{ mul $heapMi 1048576 }}}
 {{- end -}}
 
-{{/* A memory quantity (Mi or Gi) in MiB, 0 when it is in another unit. */}}
-{{- define "gw.mebibytes" -}}
-{{- $q := toString . -}}
-{{- if hasSuffix "Gi" $q -}}{{ mul (int (trimSuffix "Gi" $q)) 1024 }}
-{{- else if hasSuffix "Mi" $q -}}{{ int (trimSuffix "Mi" $q) }}
-{{- else -}}0{{- end -}}
+{{/* A Kubernetes quantity in bytes (a float), parsed as resource.ParseQuantity does for the forms a memory
+value takes: a decimal number with a binary (Ki..Ei), decimal (k..E, m) or exponent (e6) suffix. The argument is
+(list "value.name" quantity); anything else fails the render naming the value. */}}
+{{- define "gw.bytes" -}}
+{{- $name := index . 0 -}}
+{{- $q := toString (index . 1) -}}
+{{- $re := "^([0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?$" -}}
+{{- if not (regexMatch $re $q) -}}
+{{- fail (printf "%s %q: not a Kubernetes memory quantity (for example 512Mi, 1Gi, 500M)" $name $q) -}}
+{{- end -}}
+{{- $n := float64 (regexReplaceAll $re $q "${1}") -}}
+{{- $suffix := regexReplaceAll $re $q "${2}" -}}
+{{- $units := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 -}}
+{{- if hasKey $units $suffix -}}
+{{- $n = mulf $n (get $units $suffix) -}}
+{{- else -}}
+{{- /* e+08 from a YAML number: the digits without sign or leading zeros (which would read as octal) */ -}}
+{{- $neg := contains "-" $suffix -}}
+{{- $e := regexReplaceAll "^[eE][-+]?0*" $suffix "" | default "0" | int -}}
+{{- range until $e -}}
+{{- $n = ternary (divf $n 10) (mulf $n 10) $neg -}}
+{{- end -}}
+{{- end -}}
+{{- $n -}}
+{{- end -}}
+
+{{/* The memory floors that follow bridge.maxSessions, in MiB: Envoy's heap cap plus 64Mi; the bridge 64Mi plus
+16KiB per session and extauthz 128Mi plus 12KiB per watched binding (docs/performance.md measured at most 11.2KiB
+per session for the bridge at a failover peak and 10.1KiB per binding for extauthz). */}}
+{{- define "gw.memoryFloors" -}}
+{{- $l := include "gw.envoyLimits" . | fromJson -}}
+{{- $s := int .Values.bridge.maxSessions -}}
+{"envoy": {{ add $l.heapMi 64 }}, "bridge": {{ add 64 (divf (mul $s 16) 1024 | ceil) }}, "extauthz": {{ add 128 (divf (mul $s 12) 1024 | ceil) }}}
+{{- end -}}
+
+{{/* Each container's memory: requests not above limits, limits not below the floor that follows
+bridge.maxSessions. */}}
+{{- define "gw.validateMemory" -}}
+{{- $floors := include "gw.memoryFloors" . | fromJson -}}
+{{- $containers := list "bridge" "extauthz" -}}
+{{- if eq .Values.front "envoy" }}{{ $containers = append $containers "envoy" }}{{ end -}}
+{{- range $containers -}}
+{{- $r := (index $.Values .).resources -}}
+{{- $limit := dig "limits" "memory" "" $r -}}
+{{- $request := dig "requests" "memory" "" $r -}}
+{{- $lb := 0.0 -}}
+{{- if $limit }}{{ $lb = include "gw.bytes" (list (printf "%s.resources.limits.memory" .) $limit) | float64 }}{{ end -}}
+{{- if $request -}}
+{{- $rb := include "gw.bytes" (list (printf "%s.resources.requests.memory" .) $request) | float64 -}}
+{{- if and $limit (gt $rb $lb) -}}
+{{- fail (printf "%s.resources.requests.memory %v is above %s.resources.limits.memory %v" . $request . $limit) -}}
+{{- end -}}
+{{- end -}}
+{{- $floor := index $floors . | int -}}
+{{- if and $limit (lt $lb (mulf $floor 1048576.0)) -}}
+{{- $why := dict "envoy" "Envoy's heap cap plus 64Mi" "bridge" "64Mi plus 16KiB per session" "extauthz" "128Mi plus 12KiB per binding" -}}
+{{- fail (printf "%s.resources.limits.memory %v is below %dMi (%s) for bridge.maxSessions=%d (docs/deploy.md#memory): raise it" . $limit $floor (get $why .) (int $.Values.bridge.maxSessions)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the argument is an IPv4 CIDR (four decimal octets 0-255 without leading zeros, prefix 0-32) or
+an IPv6 CIDR (hex groups, at most one ::, prefix 0-128), as Go's netip.ParsePrefix reads them; the IPv6 form with an
+embedded IPv4 address (::ffff:10.0.0.0/104) is refused: write it in hex groups. */}}
+{{- define "gw.isCIDR" -}}
+{{- $parts := splitList "/" (toString .) -}}
+{{- if eq (len $parts) 2 -}}
+{{- $addr := index $parts 0 -}}
+{{- $bits := index $parts 1 -}}
+{{- $octet := "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])" -}}
+{{- $v4 := printf "^%s\\.%s\\.%s\\.%s$" $octet $octet $octet $octet -}}
+{{- if and (regexMatch "^(0|[1-9][0-9]?)$" $bits) (regexMatch $v4 $addr) (le (int $bits) 32) -}}true
+{{- else if and (regexMatch "^(0|[1-9][0-9]{0,2})$" $bits) (le (int $bits) 128) (contains ":" $addr) -}}
+{{- $halves := splitList "::" $addr -}}
+{{- $groups := list -}}
+{{- range $halves }}{{ if . }}{{ $groups = concat $groups (splitList ":" .) }}{{ end }}{{ end -}}
+{{- $ok := and (le (len $halves) 2) (regexMatch "^[0-9A-Fa-f:]+$" $addr) -}}
+{{- range $groups }}{{ if not (regexMatch "^[0-9A-Fa-f]{1,4}$" .) }}{{ $ok = false }}{{ end }}{{ end -}}
+{{- if eq (len $halves) 1 }}{{ $ok = and $ok (eq (len $groups) 8) }}{{ else }}{{ $ok = and $ok (lt (len $groups) 8) }}{{ end -}}
+{{- if $ok }}true{{ end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* networkPolicy.mode as a string (YAML 1.1 reads a bare `off` as false). */}}
@@ -105,11 +184,14 @@ never below 384 MiB) and must fit under the container's memory limit. */}}
 {{- if .Values.networkPolicy.migrationNodeCIDRs -}}
 {{- fail "networkPolicy.migrationNodeCIDRs is gone with mode migrate: remove it (docs/upgrading.md, NetworkPolicy)" -}}
 {{- end -}}
-{{- if eq .Values.front "envoy" -}}
-{{- $l := include "gw.envoyLimits" . | fromJson -}}
-{{- $limit := include "gw.mebibytes" (dig "limits" "memory" "" .Values.envoy.resources) | int -}}
-{{- if and $limit (lt $limit (int (add $l.heapMi 64))) -}}
-{{- fail (printf "envoy.resources.limits.memory %s is below Envoy's heap cap %dMi (from bridge.maxSessions=%d) plus 64Mi: raise it" .Values.envoy.resources.limits.memory (int $l.heapMi) (int .Values.bridge.maxSessions)) -}}
+{{- include "gw.validateMemory" . -}}
+{{- $port := regexReplaceAll "^.*:([0-9]+)$" .Values.bridge.relayAddr "${1}" | int -}}
+{{- if or (lt $port 1) (gt $port 65535) -}}
+{{- fail (printf "bridge.relayAddr %q: the port must be 1-65535" .Values.bridge.relayAddr) -}}
+{{- end -}}
+{{- range .Values.service.loadBalancerSourceRanges -}}
+{{- if not (include "gw.isCIDR" .) -}}
+{{- fail (printf "service.loadBalancerSourceRanges: %q is not an IPv4 or IPv6 CIDR (address/prefix)" .) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
