@@ -14,16 +14,31 @@ import (
 // value is never logged (a client may have written it).
 const Invalid = "invalid"
 
+// Unknown is recorded when nothing names the client (no X-Forwarded-For,
+// no peer address; a bridge whose extauthz sent no client address).
+const Unknown = "unknown"
+
 // MaxTrustedHops bounds --trusted-hops.
 const MaxTrustedHops = 8
 
 // Canonical returns s parsed as an IP address (an IPv4-mapped IPv6 address
 // unmapped, a zone dropped, an "addr:port" form reduced to its address) in
-// netip's canonical form, or Invalid. Surrounding spaces are ignored.
+// netip's canonical form; Unknown for an empty s, Invalid for anything
+// else. Surrounding spaces are ignored.
 func Canonical(s string) string {
-	a, ok := parse(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Unknown
+	}
+	a, ok := parse(s)
 	if !ok {
 		return Invalid
+	}
+	// s itself when it is already canonical (what a front writes): no
+	// allocation on extauthz's cache-hit path.
+	var buf [64]byte
+	if string(a.AppendTo(buf[:0])) == s {
+		return s
 	}
 	return a.String()
 }
