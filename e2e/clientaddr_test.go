@@ -17,6 +17,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/stack"
+	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
@@ -40,11 +41,13 @@ func (e *env) matrixClientAddress(t *testing.T, r *frontRow) {
 }
 
 // checkClientAddress connects id through f (over dial when set) with a
-// forged X-Forwarded-For, and checks that the listing, extauthz's check
-// line and the bridge's session start line name want, and that no log
-// line of theirs holds a forged entry.
+// forged X-Forwarded-For, and checks that the listing, extauthz's last
+// check line of the peer and the bridge's last session start line of it
+// name want, and that no log line of theirs holds a forged entry. (The
+// last: podAgent's wait for the peer asks extauthz straight from loopback
+// first.) It returns the live session.
 func (e *env) checkClientAddress(t *testing.T, f front, id identity, want string,
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)) *testagent.Conn {
 	t.Helper()
 	o := f.opts(id)
 	o.Header = http.Header{"X-Forwarded-For": {strings.Join(forgedEntries, ", ")}}
@@ -66,15 +69,14 @@ func (e *env) checkClientAddress(t *testing.T, f front, id identity, want string
 			lines = e.peerLogLines(t, w.component, id.peer, w.msg)
 			return len(lines) > 0
 		})
-		for _, l := range lines {
-			if l["client_address"] != want {
-				t.Errorf("%s %q line of %s: client_address %v, want %s", w.component, w.msg, id.peer, l["client_address"], want)
-			}
+		if last := lines[len(lines)-1]; last["client_address"] != want {
+			t.Errorf("%s %q line of %s: client_address %v, want %s", w.component, w.msg, id.peer, last["client_address"], want)
 		}
 	}
 	for _, component := range []string{"extauthz", "bridge"} {
 		e.noForgedEntry(t, component)
 	}
+	return c
 }
 
 // listPeer is the bridge's listing of peer's sessions.
@@ -138,6 +140,7 @@ func (e *env) testProxyProtocol(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := filepath.Join(e.runDir, "nginx-proxy-protocol")
+	fatalIf(t, os.MkdirAll(dir, 0o755))
 	kp, err := e.stack.FrontCA.ServerCert("wirekube-relay-pp", "relay.example.com")
 	fatalIf(t, err)
 	cert, key, err := kp.WriteFiles(dir, "front")
@@ -152,12 +155,16 @@ func (e *env) testProxyProtocol(t *testing.T) {
 	f := front{name: "nginx-proxy-protocol", url: "wss://" + addr + "/relay", base: "https://" + addr,
 		tls: &tls.Config{RootCAs: e.stack.FrontCA.Pool(), MinVersion: tls.VersionTLS12}}
 	const source = "203.0.113.7"
-	e.checkClientAddress(t, f, e.podAgent(t, "pp-s13-a"), source, proxyV1Dialer(source))
+	c := e.checkClientAddress(t, f, e.podAgent(t, "pp-s13-a"), source, proxyV1Dialer(source))
+	c.Close() // nginx writes the access log line when the session ends
 
-	access, err := os.ReadFile(filepath.Join(dir, "logs", "nginx-access.log"))
-	fatalIf(t, err)
+	var access []byte
+	testutil.EventuallyWithin(t, 10*time.Second, "nginx's access log line of the session", func() bool {
+		access, _ = os.ReadFile(filepath.Join(dir, "logs", "nginx-access.log"))
+		return len(access) > 0
+	})
 	if !strings.HasPrefix(string(access), source+" ") || !strings.Contains(string(access), "client="+source+" ") {
-		t.Errorf("nginx's access log does not start with the PROXY source and name it as client:\n%s", access)
+		t.Errorf("nginx's access log line does not start with the PROXY source and name it as client:\n%s", access)
 	}
 }
 
