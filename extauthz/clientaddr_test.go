@@ -73,6 +73,7 @@ func grpcClientAddress(t *testing.T, e *env, tok string, xff []string, source st
 			h["x-forwarded-for"] = strings.Join(xff, ",")
 		}
 	})
+	req.Attributes.Source = nil
 	if source != "" {
 		req.Attributes.Source = &authv3.AttributeContext_Peer{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{
 			SocketAddress: &corev3.SocketAddress{Address: source, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 40000}}}}}
