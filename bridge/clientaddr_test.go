@@ -2,11 +2,15 @@ package bridge
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
 // TestClientAddressShown: the client address extauthz signed is what the
@@ -60,4 +64,28 @@ func TestClientAddressShown(t *testing.T) {
 func withAddr(hdr http.Header, addr string) http.Header {
 	hdr.Set(contract.HeaderClientAddress, addr)
 	return hdr
+}
+
+// TestClientAddressOnDenyAfterSignature: a refusal decided after the
+// signature verified (here a subprotocol the bridge does not speak) logs
+// the signed client address, not "unverified".
+func TestClientAddressOnDenyAfterSignature(t *testing.T) {
+	key := signingKey(1)
+	o := testOptions("127.0.0.1:1")
+	o.IdentityKeysFile = publishKeys(t, key)
+	logs := &testutil.SyncBuffer{}
+	srv := mustNew(t, o, logs, prometheus.NewRegistry())
+	r := upgradeRequest()
+	for k, v := range signHeaders(withAddr(identity(testKey(1)), "203.0.113.7"), key, time.Now()) {
+		r.Header[k] = v
+	}
+	r.Header.Set("Sec-WebSocket-Protocol", "chat")
+	w := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(w, r)
+	if got := w.Header().Get(contract.HeaderDenyReason); got != string(contract.ReasonSubprotocol) {
+		t.Fatalf("deny reason %q, want %s", got, contract.ReasonSubprotocol)
+	}
+	if !containsAll(logs.String(), `"msg":"request denied"`, `"client_address":"203.0.113.7"`) {
+		t.Errorf("the deny line lacks the signed client address: %s", logs)
+	}
 }
