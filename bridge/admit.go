@@ -95,6 +95,9 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 	if err == nil {
 		err = parseBinding(r.Header, &id, s.revoker.enabled())
 	}
+	if err == nil {
+		err = parseClientAddress(r.Header, &id)
+	}
 	if err != nil {
 		return known, contract.ReasonIdentityHeaderInvalid, err
 	}
@@ -102,6 +105,7 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 		return known, reason, err
 	}
 	id.RequestID = known.RequestID
+	known.ClientAddress = id.ClientAddress // signed (or the check is off)
 	if !s.originAllowed(r) {
 		return known, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
 	}
@@ -122,6 +126,7 @@ func knownIdentity(h http.Header) peerIdentity {
 		id = peerIdentity{}
 	}
 	id.RequestID = logging.RequestID(h.Values(contract.HeaderRequestID))
+	id.ClientAddress = clientUnverified
 	return id
 }
 
@@ -161,7 +166,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, id peerIdentity, r
 	}
 	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("peer", id.Peer),
 		slog.String("identity", id.Subject), slog.String("request_id", id.RequestID),
-		slog.String("remote", r.RemoteAddr), slog.String("method", r.Method), slog.String("path", r.URL.Path)}
+		slog.String("client_address", id.ClientAddress), slog.String("remote", r.RemoteAddr), slog.String("method", r.Method), slog.String("path", r.URL.Path)}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}

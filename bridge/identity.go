@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -27,6 +28,35 @@ type peerIdentity struct {
 	// RequestID is the front's request id (logging.RequestID: checked,
 	// bounded), logged with every line of the session.
 	RequestID string
+	// ClientAddress is the client's address as extauthz established and
+	// signed it (X-WireKube-Client-Address, parsed again here:
+	// clientaddr.Canonical, "unknown" when extauthz sent none), logged and
+	// listed; clientUnverified on a deny line before the signature was
+	// checked. It decides nothing.
+	ClientAddress string
+}
+
+// clientUnverified is the client address of a deny line written before the
+// identity headers' signature verified: the header could be anyone's.
+const clientUnverified = "unverified"
+
+// parseClientAddress reads X-WireKube-Client-Address into
+// id.ClientAddress: optional (an extauthz before issue 31 sends none), at
+// most once, and never kept as the string that arrived (only its parsed
+// form, or "invalid"). The signature covers the value as sent.
+func parseClientAddress(h http.Header, id *peerIdentity) error {
+	v := h.Values(contract.HeaderClientAddress)
+	switch {
+	case len(v) == 0:
+		id.ClientAddress = clientaddr.Unknown
+		return nil
+	case len(v) > 1:
+		return fmt.Errorf("%w: %s repeated", ErrIdentityHeader, contract.HeaderClientAddress)
+	case !printable(v[0]):
+		return fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, contract.HeaderClientAddress)
+	}
+	id.ClientAddress = clientaddr.Canonical(v[0])
+	return nil
 }
 
 // maxHeaderValue bounds each identity value; real ones are far shorter.

@@ -51,7 +51,7 @@ func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, 
 	decided()
 	s.metrics.probes.WithLabelValues(string(ce.reason)).Inc()
 	attrs := []slog.Attr{slog.String("peer", id.Peer), slog.String("identity", id.Subject),
-		slog.String("key", id.Key.Fingerprint()), slog.String("remote", remote), slog.String("request_id", id.RequestID),
+		slog.String("key", id.Key.Fingerprint()), slog.String("client_address", id.ClientAddress), slog.String("remote", remote), slog.String("request_id", id.RequestID),
 		slog.Int("close_code", ce.code), slog.String("close_reason", string(ce.reason))}
 	if ce.err != nil {
 		attrs = append(attrs, slog.String("error", ce.err.Error()))

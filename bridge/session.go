@@ -367,6 +367,7 @@ func (s *session) logAttrs() []slog.Attr {
 		slog.String("peer", s.id.Peer),
 		slog.String("identity", s.id.Subject),
 		slog.String("key", s.id.Key.Fingerprint()),
+		slog.String("client_address", s.id.ClientAddress),
 		slog.String("remote", s.remote),
 		slog.String("request_id", s.id.RequestID),
 	}

@@ -133,6 +133,7 @@ func (sess *session) info() contract.SessionInfo {
 		Peer:           sess.id.Peer,
 		Identity:       sess.id.Subject,
 		Key:            sess.id.Key.Fingerprint(),
+		ClientAddress:  sess.id.ClientAddress,
 		Since:          sess.start.UTC().Format(time.RFC3339),
 		Expires:        sess.id.TokenExpires.UTC().Format(time.RFC3339),
 		RequestID:      sess.id.RequestID,

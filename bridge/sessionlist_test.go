@@ -149,9 +149,9 @@ func TestSessionListingShowsEachSession(t *testing.T) {
 	}
 	const sa = "system:serviceaccount:wirekube-system:"
 	want := []contract.SessionInfo{
-		{ID: "1", Peer: "node-a", Identity: sa + "node-a", Key: "ae216c2e", Expires: "2030-01-02T03:04:05Z",
+		{ID: "1", Peer: "node-a", Identity: sa + "node-a", Key: "ae216c2e", ClientAddress: "unknown", Expires: "2030-01-02T03:04:05Z",
 			RequestID: "req-0001", BytesToRelay: 37 + 39, BytesToClient: 39, FramesToRelay: 2, FramesToClient: 1},
-		{ID: "2", Peer: "node-b", Identity: sa + "node-b", Key: "6f103f3d", Expires: "2030-01-02T03:04:05Z",
+		{ID: "2", Peer: "node-b", Identity: sa + "node-b", Key: "6f103f3d", ClientAddress: "unknown", Expires: "2030-01-02T03:04:05Z",
 			BytesToRelay: 37, FramesToRelay: 1},
 	}
 	// The byte counters are added right after each write returns, so the

@@ -103,6 +103,7 @@ func (s *Server) checkSignature(h http.Header, id *peerIdentity) (contract.Reaso
 	return s.signatures.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{
 		Peer: id.Peer, PublicKey: h.Get(contract.HeaderPublicKey), Identity: id.Subject,
 		TokenExpires: h.Get(contract.HeaderTokenExpires), Binding: id.Binding,
+		ClientAddress: h.Get(contract.HeaderClientAddress),
 	})
 }
 

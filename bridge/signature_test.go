@@ -51,7 +51,8 @@ func signHeaders(hdr http.Header, key ed25519.PrivateKey, at time.Time) http.Hea
 	s := identitysig.NewSigner(key, func() time.Time { return at })
 	hdr.Set(contract.HeaderSignature, s.Sign(identitysig.Fields{Peer: hdr.Get(contract.HeaderPeer),
 		PublicKey: hdr.Get(contract.HeaderPublicKey), Identity: hdr.Get(contract.HeaderIdentity),
-		TokenExpires: hdr.Get(contract.HeaderTokenExpires), Binding: hdr.Get(contract.HeaderBinding)}))
+		TokenExpires: hdr.Get(contract.HeaderTokenExpires), Binding: hdr.Get(contract.HeaderBinding),
+		ClientAddress: hdr.Get(contract.HeaderClientAddress)}))
 	return hdr
 }
 
@@ -93,6 +94,9 @@ func TestSignatureRefusedBeforeDial(t *testing.T) {
 				h[k] = v
 			}
 		}), contract.ReasonIdentitySignatureInvalid},
+		{"client address changed after signing", after(signed(withClient("203.0.113.7")), withClient("198.51.100.9")), contract.ReasonIdentitySignatureInvalid},
+		{"client address dropped after signing", after(signed(withClient("203.0.113.7")), func(h http.Header) { h.Del(contract.HeaderClientAddress) }), contract.ReasonIdentitySignatureInvalid},
+		{"client address added after signing", after(signed(nil), withClient("198.51.100.9")), contract.ReasonIdentitySignatureInvalid},
 		{"repeated", after(signed(nil), func(h http.Header) { h.Add(contract.HeaderSignature, h.Get(contract.HeaderSignature)) }), contract.ReasonIdentitySignatureInvalid},
 		{"garbage", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderSignature, "v1.secret-token-value") }), contract.ReasonIdentitySignatureInvalid},
 		{"stale", func() http.Header { return signHeaders(identity(testKey(1)), key, now.Add(-31*time.Second)) }, contract.ReasonIdentitySignatureStale},
@@ -142,6 +146,11 @@ func TestSignatureRefusedBeforeDial(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withClient sets X-WireKube-Client-Address as extauthz would.
+func withClient(addr string) func(http.Header) {
+	return func(h http.Header) { h.Set(contract.HeaderClientAddress, addr) }
 }
 
 // TestSignedSessionNotReplayable: a signed header set admits one session

@@ -45,6 +45,7 @@ func TestE2E(t *testing.T) {
 	t.Run("stranger_events", e.testStrangerEvents)
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
+	t.Run("client_address_proxy_protocol", e.testProxyProtocol)
 	t.Run("forged_headers_straight_to_bridge", e.testForgedToBridge)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
 	t.Run("revocation_scale", e.testRevocationScale)
@@ -77,4 +78,5 @@ var scenarios = []scenario{
 	{"10_binding_rules", (*env).testBindingRules},
 	{"11_refusals_traceable", (*env).testTraceable},
 	{"12_sessions_listing", (*env).testSessionListing},
+	{"13_client_address_from_the_front", (*env).testClientAddress},
 }

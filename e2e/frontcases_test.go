@@ -51,6 +51,7 @@ func (e *env) testFrontMatrix(t *testing.T) {
 			}
 			t.Run("hardening/identity_headers_stripped", func(t *testing.T) { e.matrixSpoof(t, r, a) })
 			t.Run("hardening/authorization_removed", func(t *testing.T) { e.matrixAuthorization(t, r, a) })
+			t.Run("hardening/client_address_from_the_front", func(t *testing.T) { e.matrixClientAddress(t, r) })
 			if r.ownLogs {
 				t.Run("hardening/token_never_logged", func(t *testing.T) { e.matrixLogs(t, r, a) })
 			}

@@ -22,10 +22,11 @@ import (
 func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
 	if underscores {
 		return http.Header{
-			"X_WireKube_Peer":       {victimPeer},
-			"X_WIREKUBE_PUBLIC_KEY": {victimKey},
-			"x_wirekube_identity":   {"spoofed"},
-			"X_WireKube_Binding":    {"spoofed"},
+			"X_WireKube_Peer":           {victimPeer},
+			"X_WIREKUBE_PUBLIC_KEY":     {victimKey},
+			"x_wirekube_identity":       {"spoofed"},
+			"X_WireKube_Binding":        {"spoofed"},
+			"X_WireKube_Client_Address": {"198.51.100.77"},
 		}
 	}
 	return http.Header{
@@ -37,6 +38,7 @@ func spoofHeaders(victimPeer, victimKey string, underscores bool) http.Header {
 		"X-WireKube-Extra":          {"spoofed"},
 		contract.HeaderSignature:    {"spoofed"},
 		"x-wirekube-binding":        {"v1;spoofed"},
+		"X-WIREKUBE-CLIENT-ADDRESS": {"198.51.100.77"},
 	}
 }
 
@@ -47,7 +49,7 @@ func wireKubeFamily(name string) bool {
 	return contract.IsWireKubeHeader(strings.ReplaceAll(name, "_", "-"))
 }
 
-// contractHeader reports whether name is one of the contract's six
+// contractHeader reports whether name is one of the contract's eight
 // X-WireKube-* names in any spelling (case, underscores).
 func contractHeader(name string) bool {
 	n := strings.ReplaceAll(name, "_", "-")
@@ -93,6 +95,8 @@ func (e *env) matrixSpoof(t *testing.T, r *frontRow, a identity) {
 		http.CanonicalHeaderKey(contract.HeaderPeer):      a.peer,
 		http.CanonicalHeaderKey(contract.HeaderPublicKey): a.key.Base64(),
 		http.CanonicalHeaderKey(contract.HeaderIdentity):  "system:serviceaccount:" + stack.Namespace + ":" + agentSA,
+		// extauthz's: the address the front saw, the test client's loopback.
+		http.CanonicalHeaderKey(contract.HeaderClientAddress): "127.0.0.1",
 	}
 	for name, vs := range heads[0].Header {
 		if !wireKubeFamily(name) {

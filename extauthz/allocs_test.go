@@ -24,7 +24,8 @@ func TestCheckCacheHitAllocs(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	e.authz.log = slog.New(slog.NewJSONHandler(io.Discard, nil)) // formatted as in production
-	req := relayCheck(e.answer(static(podBound())), nil)
+	// Through a front: Envoy appends the address it saw.
+	req := relayCheck(e.answer(static(podBound())), func(h map[string]string) { h["x-forwarded-for"] = "203.0.113.7" })
 	ctx := context.Background()
 	check := func() {
 		if resp, _ := e.srv.Check(ctx, req); resp.GetOkResponse() == nil {

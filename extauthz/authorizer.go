@@ -112,7 +112,7 @@ func (a *Authorizer) KeysLoaded() bool { return a.keys.Loaded() }
 
 // observe records the metrics and the one log line of a decision. The line
 // carries no token and no URL query: only the path when it held no token.
-func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elapsed time.Duration) {
+func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, client string, elapsed time.Duration) {
 	a.metrics.observeCheck(req.Frontend, d, elapsed)
 	result, reason, level := "allow", contract.ResultAllowed, slog.LevelInfo
 	if !d.Allowed() {
@@ -127,6 +127,7 @@ func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elaps
 		slog.String("peer", d.Peer),
 		slog.String("key", d.KeyFingerprint),
 		slog.String("request_id", req.RequestID),
+		slog.String("client_address", client),
 		slog.String("claimed_node", d.ClaimedNode),
 		slog.String("method", req.Method),
 		slog.String("path", logPath(req.Target)),

@@ -40,13 +40,20 @@ func checkRequest(method, target, token string, edit func(h map[string]string)) 
 	if edit != nil {
 		edit(h)
 	}
+	// Envoy always names the connection's peer; with no x-forwarded-for it
+	// is the client address (fixtureSource).
 	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Source: &authv3.AttributeContext_Peer{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{
+			SocketAddress: &corev3.SocketAddress{Address: fixtureSource, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 40000}}}}},
 		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
 			Id: "1", Method: method, Path: target, Host: "relay.example.com", Scheme: "https",
 			Protocol: "HTTP/1.1", Headers: h, Size: 0,
 		}},
 	}}
 }
+
+// fixtureSource is the source address of checkRequest's requests.
+const fixtureSource = "192.0.2.10"
 
 func relayCheck(token string, edit func(h map[string]string)) *authv3.CheckRequest {
 	return checkRequest("GET", "/relay", token, edit)
@@ -343,6 +350,9 @@ func assertAllowed(t *testing.T, resp *authv3.CheckResponse, peer, expires strin
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
+	}
+	if got[contract.HeaderClientAddress] != fixtureSource {
+		t.Errorf("%s = %q, want the request's source %s", contract.HeaderClientAddress, got[contract.HeaderClientAddress], fixtureSource)
 	}
 	if !strings.HasPrefix(got[contract.HeaderIdentity], "system:serviceaccount:wirekube-system:") || len(got) != len(contract.IdentityHeaders) {
 		t.Errorf("identity headers = %v", got)

@@ -25,6 +25,7 @@ type Config struct {
 	negativeCacheTTL  time.Duration
 	maxInflight       int
 	checkTimeout      time.Duration
+	trustedHops       int
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (verify.go,
@@ -68,6 +69,7 @@ func (o *Options) Complete() (*Config, error) {
 		negativeCacheTTL: o.NegativeCacheTTL,
 		maxInflight:      o.MaxInflightReviews,
 		checkTimeout:     o.CheckTimeout,
+		trustedHops:      o.TrustedHops,
 		peerEvents:       o.PeerEvents,
 		issuers:          append([]string(nil), o.ServiceAccountIssuers...),
 		jwksInterval:     o.JWKSRefreshInterval,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
@@ -42,6 +43,14 @@ type Request struct {
 	// that offers only the probe subprotocol registers nothing (the bridge
 	// serves it as a probe), so it takes no key from a live session.
 	Subprotocols []string
+	// ForwardedFor holds every X-Forwarded-For line as the front passed it
+	// and PeerAddress the address of the connection the check came on
+	// (Envoy's source address, the HTTP front's own address): the client
+	// address is read from them (Authorizer.clientAddress), never believed
+	// beyond --trusted-hops. Both are untrusted strings: only their parsed
+	// form is logged.
+	ForwardedFor []string
+	PeerAddress  string
 }
 
 // Header is one header the allow answer sets on the upstream request.
@@ -110,11 +119,24 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // act on (events.go; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
-	d := a.signer.sign(a.decide(ctx, start.Add(a.cfg.checkTimeout), &req))
-	a.observe(ctx, req, d, time.Since(start))
+	client := a.clientAddress(&req)
+	d := a.signer.sign(a.decide(ctx, start.Add(a.cfg.checkTimeout), &req), client)
+	a.observe(ctx, req, d, client, time.Since(start))
 	a.observeOffline(d)
 	a.events.Refused(d)
 	return d
+}
+
+// clientAddress is the client's address as the front established it: the
+// X-Forwarded-For entry --trusted-hops from the right
+// (clientaddr.FromForwardedFor), else the connection's peer, parsed
+// (clientaddr.Canonical: an address, "invalid", or "unknown" when neither
+// is there).
+func (a *Authorizer) clientAddress(req *Request) string {
+	if e, ok := clientaddr.FromForwardedFor(req.ForwardedFor, a.cfg.trustedHops); ok {
+		return clientaddr.Canonical(e)
+	}
+	return clientaddr.Canonical(req.PeerAddress)
 }
 
 type pathKind int

@@ -50,6 +50,12 @@ func requestFromCheck(in *authv3.CheckRequest) Request {
 	req.Upgrade = hdr.upgrade
 	req.Connection = hdr.connection
 	req.Subprotocols = hdr.subprotocols
+	// use_remote_address: true makes Envoy append the address it saw to
+	// x-forwarded-for (the PROXY protocol listener filter's source when
+	// one runs); the source address is the same connection's peer, for a
+	// request without the header.
+	req.ForwardedFor = hdr.forwardedFor
+	req.PeerAddress = in.GetAttributes().GetSource().GetAddress().GetSocketAddress().GetAddress()
 	// Envoy fills id from x-request-id (the one it generated for an
 	// external request, use_remote_address: true); the header is the
 	// fallback for a caller that leaves id empty.
@@ -73,7 +79,8 @@ func hasNonZero(values []string) bool {
 
 // checkedHeaders are the request headers the decision reads.
 type checkedHeaders struct {
-	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID, subprotocols []string
+	authorization, origin, upgrade, connection, transferEncoding, contentLength, requestID, subprotocols,
+	forwardedFor []string
 }
 
 // Slots of the headers the decision reads, in checkedHeaders' order.
@@ -86,6 +93,7 @@ const (
 	hdrContentLength
 	hdrRequestID
 	hdrSubprotocols
+	hdrForwardedFor
 	hdrSlots
 )
 
@@ -109,6 +117,8 @@ func headerSlot(k string) int {
 		return hdrRequestID
 	case "sec-websocket-protocol":
 		return hdrSubprotocols
+	case "x-forwarded-for":
+		return hdrForwardedFor
 	}
 	return -1
 }
@@ -170,6 +180,7 @@ func checkHeaders(h *authv3.AttributeContext_HttpRequest) checkedHeaders {
 		authorization: slots[hdrAuthorization], origin: slots[hdrOrigin], upgrade: slots[hdrUpgrade],
 		connection: slots[hdrConnection], transferEncoding: slots[hdrTransferEncoding],
 		contentLength: slots[hdrContentLength], requestID: slots[hdrRequestID], subprotocols: slots[hdrSubprotocols],
+		forwardedFor: slots[hdrForwardedFor],
 	}
 }
 

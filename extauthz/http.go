@@ -48,6 +48,11 @@ func requestFromHTTP(r *http.Request) Request {
 		// The front's id: nginx's $request_id (the shipped snippet sets
 		// X-Request-Id), Envoy http_service's x-request-id.
 		RequestID: logging.RequestID(r.Header.Values(contract.HeaderRequestID)),
+		// Every shipped front writes the address it saw here (nginx sets
+		// it to $remote_addr; Caddy, Traefik and ingress-nginx append or
+		// set it themselves); RemoteAddr is the front's own connection.
+		ForwardedFor: r.Header.Values("X-Forwarded-For"),
+		PeerAddress:  r.RemoteAddr,
 	}
 	if req.UpgradeKnown = forwardsHopByHop(r.Header); req.UpgradeKnown {
 		req.Connection = r.Header.Values("Connection")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wirekube/relay-ws/internal/cli"
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 	"github.com/wirekube/relay-ws/internal/netutil"
@@ -66,6 +67,16 @@ type Options struct {
 	// slot and the TokenReview call. Default 2s. Keep the proxy's ext_authz
 	// timeout above it.
 	CheckTimeout time.Duration
+	// TrustedHops is how many proxies in front of the front (load
+	// balancers that append to X-Forwarded-For) are believed when the
+	// client address is read (internal/clientaddr.FromForwardedFor): 0,
+	// the default, records the address the front itself saw (or set, the
+	// nginx snippet's $remote_addr after its realip settings). An entry
+	// further left is what a client may have written and is never
+	// recorded. Setting it higher than the real number of appending hops
+	// lets a client choose the recorded address (it decides nothing, but
+	// the logs would lie). At most clientaddr.MaxTrustedHops.
+	TrustedHops int
 	// KubeAPIQPS and KubeAPIBurst are the client-side rate limits.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -144,6 +155,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.NegativeCacheTTL, "negative-cache-ttl", o.NegativeCacheTTL, "reuse of a rejected TokenReview")
 	fs.IntVar(&o.MaxInflightReviews, "max-inflight-reviews", o.MaxInflightReviews, "max concurrent TokenReview calls")
 	fs.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound of one check, including waiting for a TokenReview slot")
+	fs.IntVar(&o.TrustedHops, "trusted-hops", o.TrustedHops, "proxies in front of the front whose X-Forwarded-For entries are believed for the logged client address (0: the address the front saw)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
 	fs.BoolVar(&o.PeerEvents, "peer-events", o.PeerEvents, "record Kubernetes Events on the WireKubePeer for revocations and refusals an operator must act on")
@@ -214,6 +226,7 @@ func (o *Options) checkScalars() []error {
 	check(o.NegativeCacheTTL < 0, "--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
 	check(o.MaxInflightReviews < 1, "--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
+	check(o.TrustedHops < 0 || o.TrustedHops > clientaddr.MaxTrustedHops, "--trusted-hops: want 0 to %d, got %d", clientaddr.MaxTrustedHops, o.TrustedHops)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),

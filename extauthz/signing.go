@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
@@ -148,9 +149,11 @@ type identitySigner struct {
 	cur atomic.Pointer[identitysig.Signer]
 }
 
-// sign adds X-WireKube-Signature to a relay allow (one that carries
-// X-WireKube-Peer); other decisions are returned as they are.
-func (s *identitySigner) sign(d Decision) Decision {
+// sign adds X-WireKube-Client-Address (client, as Authorizer.clientAddress
+// read it) and X-WireKube-Signature over it and the identity headers to a
+// relay allow (one that carries X-WireKube-Peer); other decisions are
+// returned as they are.
+func (s *identitySigner) sign(d Decision, client string) Decision {
 	signer := s.cur.Load()
 	if !d.Allowed() || signer == nil {
 		return d
@@ -173,7 +176,15 @@ func (s *identitySigner) sign(d Decision) Decision {
 	if f.Peer == "" {
 		return d // not the relay path: nothing the bridge reads
 	}
-	d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
+	if client == clientaddr.Unknown {
+		// Nothing named the client: no header, and the message of the
+		// five fields a bridge before issue 31 verifies.
+		d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
+		return d
+	}
+	f.ClientAddress = client
+	d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderClientAddress, client},
+		Header{contract.HeaderSignature, signer.Sign(f)})
 	return d
 }
 

@@ -40,7 +40,8 @@ func TestRelayAllowSignature(t *testing.T) {
 	must(t, err)
 	must(t, e.authz.installKeyring(kr, o))
 
-	resp, _ := e.srv.Check(context.Background(), relayCheck(e.answer(static(podBound())), nil))
+	resp, _ := e.srv.Check(context.Background(), relayCheck(e.answer(static(podBound())),
+		func(h map[string]string) { h["x-forwarded-for"] = "6.6.6.6, 198.51.100.4" }))
 	got := map[string][]string{}
 	for _, h := range resp.GetOkResponse().GetHeaders() {
 		got[h.GetHeader().GetKey()] = append(got[h.GetHeader().GetKey()], h.GetHeader().GetValue())
@@ -52,7 +53,11 @@ func TestRelayAllowSignature(t *testing.T) {
 		return got[name][0]
 	}
 	f := identitysig.Fields{Peer: one(contract.HeaderPeer), PublicKey: one(contract.HeaderPublicKey),
-		Identity: one(contract.HeaderIdentity), TokenExpires: one(contract.HeaderTokenExpires), Binding: one(contract.HeaderBinding)}
+		Identity: one(contract.HeaderIdentity), TokenExpires: one(contract.HeaderTokenExpires), Binding: one(contract.HeaderBinding),
+		ClientAddress: one(contract.HeaderClientAddress)}
+	if f.ClientAddress != "198.51.100.4" {
+		t.Fatalf("%s = %q, want the x-forwarded-for entry Envoy appended, 198.51.100.4", contract.HeaderClientAddress, f.ClientAddress)
+	}
 	v := &identitysig.Verifier{Keys: identitysig.NewFileKeys(o.IdentityKeysFile, time.Second).Lookup,
 		MaxAge: 30 * time.Second, Replay: identitysig.NewReplayCache(4)}
 	sig := []string{one(contract.HeaderSignature)}

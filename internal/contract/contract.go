@@ -44,6 +44,13 @@ const (
 	// whose identity headers it does not carry, so a header set sent
 	// straight to the bridge's address is worthless.
 	HeaderSignature = "X-WireKube-Signature"
+	// HeaderClientAddress is the client's address as extauthz established
+	// it from the front's X-Forwarded-For and --trusted-hops
+	// (internal/clientaddr: an IP address in canonical form, or
+	// "invalid"), covered by the signature: the bridge shows the address
+	// extauthz saw, never one a client wrote (issue 31). It decides
+	// nothing.
+	HeaderClientAddress = "X-WireKube-Client-Address"
 	// HeaderDenyReason carries the Reason of a denied request.
 	HeaderDenyReason = "X-WireKube-Deny-Reason"
 )
@@ -56,7 +63,7 @@ const HeaderRequestID = "X-Request-Id"
 
 // IdentityHeaders lists the headers an allow answer for the relay path sets.
 var IdentityHeaders = []string{HeaderPeer, HeaderPublicKey, HeaderIdentity, HeaderTokenExpires, HeaderBinding,
-	HeaderSignature}
+	HeaderSignature, HeaderClientAddress}
 
 // IsWireKubeHeader reports whether name is in the X-WireKube-* family
 // (case-insensitive), the family a proxy strips from client requests.

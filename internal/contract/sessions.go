@@ -41,6 +41,13 @@ type SessionInfo struct {
 	// Key is the fingerprint of the session's key: the first 8 hex digits
 	// of its SHA-256, as in every log line.
 	Key string `json:"key"`
+	// ClientAddress is the client's address as extauthz established it
+	// from the front's X-Forwarded-For and its --trusted-hops, signed with
+	// the identity headers (X-WireKube-Client-Address): an IP address,
+	// "invalid" (the front's entry was not one) or "unknown" (extauthz
+	// sent none). With a forward proxy on the path it is the proxy's
+	// address. It decides nothing.
+	ClientAddress string `json:"client_address"`
 	// Since is when the session was upgraded, RFC 3339 UTC.
 	Since string `json:"since"`
 	// Expires is the token expiry the front vouched for

@@ -47,9 +47,16 @@ var ErrMalformed = errors.New("identitysig: malformed signature")
 
 // Fields are the identity header values a signature covers, exactly as the
 // proxy passes them (contract.HeaderPeer, HeaderPublicKey, HeaderIdentity,
-// HeaderTokenExpires, HeaderBinding; Binding may be empty).
+// HeaderTokenExpires, HeaderBinding, HeaderClientAddress; Binding and
+// ClientAddress may be empty).
 type Fields struct {
 	Peer, PublicKey, Identity, TokenExpires, Binding string
+	// ClientAddress is the client's address as extauthz established it
+	// (issue 31). Empty (an extauthz that predates it) leaves it out of
+	// the message altogether, so such a signature still verifies; a
+	// non-empty one is a sixth length-prefixed field, so no five-field
+	// message equals a six-field one.
+	ClientAddress string
 }
 
 // Signature is a parsed header value.
@@ -70,9 +77,10 @@ func KeyID(pub ed25519.PublicKey) string {
 const domain = "wirekube-identity-signature-v1"
 
 // Message is the byte string a signature signs: the domain, then each of
-// kid, iat (8 bytes big endian), nonce and the five fields, each prefixed
-// with its length (4 bytes big endian), so that no two field sets share an
-// encoding whatever bytes they hold.
+// kid, iat (8 bytes big endian), nonce and the five fields (six when
+// ClientAddress is set), each prefixed with its length (4 bytes big
+// endian), so that no two field sets share an encoding whatever bytes they
+// hold.
 func Message(kid string, iatMillis int64, nonce [NonceLen]byte, f Fields) []byte {
 	return appendMessage(nil, kid, iatMillis, nonce, f)
 }
@@ -88,6 +96,9 @@ func appendMessage(m []byte, kid string, iatMillis int64, nonce [NonceLen]byte, 
 	m = append(m, nonce[:]...)
 	for _, v := range [...]string{f.Peer, f.PublicKey, f.Identity, f.TokenExpires, f.Binding} {
 		m = appendField(m, v)
+	}
+	if f.ClientAddress != "" {
+		m = appendField(m, f.ClientAddress)
 	}
 	return m
 }

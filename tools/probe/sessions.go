@@ -203,11 +203,11 @@ func (r *SessionsReport) failedPods() int {
 // quoted unless it is plain (printable, no spaces).
 func (r *SessionsReport) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POD\tPEER\tIDENTITY\tKEY\tSINCE\tEXPIRES\tTO RELAY\tTO CLIENT\tREQUEST ID")
+	fmt.Fprintln(tw, "POD\tPEER\tIDENTITY\tKEY\tCLIENT ADDRESS\tSINCE\tEXPIRES\tTO RELAY\tTO CLIENT\tREQUEST ID")
 	for _, p := range r.Pods {
 		for _, s := range p.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d B %d fr\t%d B %d fr\t%s\n", safe(p.Pod), safe(s.Peer), safe(s.Identity),
-				safe(s.Key), safe(s.Since), safe(s.Expires), s.BytesToRelay, s.FramesToRelay, s.BytesToClient, s.FramesToClient, safe(s.RequestID))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B %d fr\t%d B %d fr\t%s\n", safe(p.Pod), safe(s.Peer), safe(s.Identity),
+				safe(s.Key), safe(s.ClientAddress), safe(s.Since), safe(s.Expires), s.BytesToRelay, s.FramesToRelay, s.BytesToClient, s.FramesToClient, safe(s.RequestID))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -47,7 +47,7 @@ func TestSessionsPeerAdmission(t *testing.T) {
 		"/api/v1/namespaces/gw/pods/gw-b:9103/proxy/metrics":                   {200, extauthzMetrics("binding_missing")},
 	})
 	code, out, errOut := runSessions(t, "--kubeconfig", kc)
-	want := "POD  PEER  IDENTITY  KEY  SINCE  EXPIRES  TO RELAY  TO CLIENT  REQUEST ID\n" +
+	want := "POD  PEER  IDENTITY  KEY  CLIENT ADDRESS  SINCE  EXPIRES  TO RELAY  TO CLIENT  REQUEST ID\n" +
 		"gw-a: WireKubePeer admission policy in force\n" +
 		"gw-b: WireKubePeer admission policy NOT in force (binding_missing): any agent may move another node's key (docs/revocation.md#admission)\n" +
 		"0 sessions on 3 of 3 gateway Pods (namespace gw, selector app.kubernetes.io/name=wirekube-relay-gateway)\n"

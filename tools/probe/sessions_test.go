@@ -85,7 +85,7 @@ const (
 	proxyA2  = "/api/v1/namespaces/gw/pods/gw-a:9102/proxy/debug/sessions?after=7&limit=1000"
 	proxyB   = "/api/v1/namespaces/gw/pods/gw-b:19102/proxy/debug/sessions?limit=1000"
 	sessionA = `{"id":"7","peer":"node-a","identity":"system:serviceaccount:wirekube-system:node-a","key":"ae216c2e",` +
-		`"since":"2026-12-02T01:00:00Z","expires":"2026-12-02T02:00:00Z","request_id":"req-1",` +
+		`"client_address":"203.0.113.7","since":"2026-12-02T01:00:00Z","expires":"2026-12-02T02:00:00Z","request_id":"req-1",` +
 		`"bytes_to_relay":76,"bytes_to_client":39,"frames_to_relay":2,"frames_to_client":1}`
 	sessionA2 = `{"id":"9","peer":"node-b\u001b[31m","identity":"system:serviceaccount:wirekube-system:node-b","key":"6f103f3d",` +
 		`"since":"2026-12-02T01:05:00Z","expires":"2026-12-02T02:05:00Z",` +
@@ -134,9 +134,9 @@ func TestSessionsGathersEveryPod(t *testing.T) {
 		proxyB:  {404, "404 page not found\n"},
 	})
 	code, out, errOut := runSessions(t, "--kubeconfig", kc)
-	want := `POD   PEER              IDENTITY                                      KEY       SINCE                 EXPIRES               TO RELAY   TO CLIENT  REQUEST ID
-gw-a  node-a            system:serviceaccount:wirekube-system:node-a  ae216c2e  2026-12-02T01:00:00Z  2026-12-02T02:00:00Z  76 B 2 fr  39 B 1 fr  req-1
-gw-a  "node-b\x1b[31m"  system:serviceaccount:wirekube-system:node-b  6f103f3d  2026-12-02T01:05:00Z  2026-12-02T02:05:00Z  37 B 1 fr  0 B 0 fr   -
+	want := `POD   PEER              IDENTITY                                      KEY       CLIENT ADDRESS  SINCE                 EXPIRES               TO RELAY   TO CLIENT  REQUEST ID
+gw-a  node-a            system:serviceaccount:wirekube-system:node-a  ae216c2e  203.0.113.7     2026-12-02T01:00:00Z  2026-12-02T02:00:00Z  76 B 2 fr  39 B 1 fr  req-1
+gw-a  "node-b\x1b[31m"  system:serviceaccount:wirekube-system:node-b  6f103f3d  -               2026-12-02T01:05:00Z  2026-12-02T02:05:00Z  37 B 1 fr  0 B 0 fr   -
 gw-b: not listed: 404: the bridge runs without --debug-sessions (docs/bridge.md#who-is-connected), or the Pod is gone
 gw-c: not listed: not running (phase Pending)
 2 sessions on 1 of 3 gateway Pods (namespace gw, selector app.kubernetes.io/name=wirekube-relay-gateway)

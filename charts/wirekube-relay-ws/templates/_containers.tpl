@@ -81,6 +81,11 @@ imagePullPolicy: {{ . }}
   {{- end }}
   - --peer-namespace={{ $x.peerNamespace }}
   - --check-timeout={{ $x.checkTimeout }}
+  {{- if and $envoy (eq .Values.envoy.config "envoy-plaintext.yaml") }}
+  {{- /* Envoy's xff_num_trusted_hops: 1 there (the TLS-terminating proxy in front appends the client): the logged
+         client address is the entry before that proxy's (docs/extauthz.md#client-address). */}}
+  - --trusted-hops=1
+  {{- end }}
   {{- range $x.allowServiceAccounts }}
   - --allow-service-account={{ . }}
   {{- end }}

@@ -17,7 +17,8 @@ import (
 //   - the auth request has the original method, the original path and query
 //     (no path_prefix), the original Host, Content-Length 0 and only the
 //     client headers that snippet's allowed_headers names (authorization,
-//     origin, upgrade, connection, content-length, transfer-encoding);
+//     origin, upgrade, connection, content-length, transfer-encoding,
+//     x-forwarded-for: the client address, after Envoy appended its peer);
 //   - a 200 answer: the headers named by allowed_upstream_headers overwrite
 //     the request's, and x-envoy-auth-headers-to-remove removes the headers it
 //     lists;
@@ -29,7 +30,7 @@ import (
 // through allowed_headers is not shown here (no Envoy binary): this variant
 // passes them, as the snippet asks.
 var (
-	httpServiceAllowedHeaders   = []string{"Authorization", "Origin", "Upgrade", "Connection", "Content-Length", "Transfer-Encoding"}
+	httpServiceAllowedHeaders   = []string{"Authorization", "Origin", "Upgrade", "Connection", "Content-Length", "Transfer-Encoding", "X-Forwarded-For"}
 	httpServiceUpstreamHeaders  = contract.IdentityHeaders
 	httpServiceClientHeaders    = []string{contract.HeaderDenyReason, "WWW-Authenticate", "Retry-After", "Cache-Control"}
 	httpServiceHeadersToRemove  = "X-Envoy-Auth-Headers-To-Remove"

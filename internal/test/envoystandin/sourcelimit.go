@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,17 @@ func sourceRateLimited(w http.ResponseWriter, retryAfter int) {
 
 // clientAddr is the address the TLS listener trusts (xff_num_trusted_hops 0):
 // the socket peer.
+// appendForwardedFor appends the connection's address to x-forwarded-for,
+// as Envoy does with envoy.yaml's use_remote_address: true (and
+// skip_xff_append unset): what a client sent stays to the left of it.
+func appendForwardedFor(r *http.Request) {
+	prior := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
+	if prior != "" {
+		prior += ","
+	}
+	r.Header.Set("X-Forwarded-For", prior+clientAddr(r))
+}
+
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -189,6 +189,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	stripConnectionNominated(r.Header)
 	stripClientIdentity(r.Header)
+	appendForwardedFor(r)
 	r.Header.Set("X-Request-Id", newRequestID())
 	switch r.URL.Path {
 	case s.opts.RelayPath:

@@ -43,7 +43,8 @@ func TestRenderIngressNginx(t *testing.T) {
 		"proxy_set_header            X-Original-URL          $scheme://$http_host$request_uri;",
 		"auth_request_set $authHeader0 $upstream_http_x_wirekube_peer;",
 		"proxy_set_header 'X-WireKube-Signature' $authHeader5;",
-		"proxy_set_header 'X-WireKube-Deny-Reason' $authHeader6;",
+		"proxy_set_header 'X-WireKube-Client-Address' $authHeader6;",
+		"proxy_set_header 'X-WireKube-Deny-Reason' $authHeader7;",
 		"set $target http://127.0.0.1:19002/;",
 		"server 127.0.0.1:18081;",
 	} {

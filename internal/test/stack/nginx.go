@@ -24,14 +24,22 @@ type NginxOptions struct {
 	// hand-over test: two bridges behind one front).
 	ExtraBridges []string
 	LogDir       string
+	// ProxyProtocolFrom, when set (a CIDR), serves the shipped file with
+	// its PROXY protocol lines turned on: proxy_protocol on the listen
+	// line and the commented set_real_ip_from / real_ip_header
+	// proxy_protocol pair uncommented, trusting this range.
+	ProxyProtocolFrom string
 }
+
+// The shipped PROXY protocol lines, commented out in nginx/wirekube-relay.conf.
+const nginxProxyProtocolLines = "    #   set_real_ip_from  10.0.0.0/16;     # the load balancer\n    #   real_ip_header    proxy_protocol;\n"
 
 // RenderNginxConfig substitutes the deployment-specific values of the shipped
 // config. Every placeholder must occur exactly once, so a change to the
 // shipped file that the suite would silently not test fails here.
 func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 	subs := []struct{ old, new string }{
-		{"listen 443 ssl;", "listen " + o.Listen + " ssl;"},
+		{"listen 443 ssl;", "listen " + o.Listen + " ssl" + proxyProtocolParam(o) + ";"},
 		{"/etc/nginx/tls/tls.crt", o.CertFile},
 		{"/etc/nginx/tls/tls.key", o.KeyFile},
 		{"server 127.0.0.1:9002;", "server " + o.ExtauthzHTTP + ";"},
@@ -41,6 +49,10 @@ func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 		// this log for every token (at info nginx logs a duplicate
 		// Authorization line, and at error a query string, in full).
 		{"/var/log/nginx/wirekube-relay.error.log", filepath.Join(o.LogDir, "nginx-relay-error.log")},
+	}
+	if o.ProxyProtocolFrom != "" {
+		subs = append(subs, struct{ old, new string }{nginxProxyProtocolLines,
+			"    set_real_ip_from  " + o.ProxyProtocolFrom + ";\n    real_ip_header    proxy_protocol;\n"})
 	}
 	for _, s := range subs {
 		if n := strings.Count(shipped, s.old); n != 1 {
@@ -52,6 +64,13 @@ func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 }
 
 // bridgeServerLine is the shipped bridge upstream's server line.
+func proxyProtocolParam(o NginxOptions) string {
+	if o.ProxyProtocolFrom == "" {
+		return ""
+	}
+	return " proxy_protocol"
+}
+
 const bridgeServerLine = "server 127.0.0.1:8081 max_fails=1 fail_timeout=5s;"
 
 // bridgeServers renders the bridge upstream's server lines.

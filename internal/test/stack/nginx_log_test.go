@@ -25,6 +25,9 @@ func TestNginxAccessLogHasNoClientText(t *testing.T) {
 		// Set by extauthz, the bridge or nginx's own error page (issue
 		// 22): a reason code, never a client's text.
 		"$sent_http_x_wirekube_deny_reason": true,
+		// X-WireKube-Client-Address of extauthz's allow (issue 31): an
+		// address it parsed, "invalid", or empty; never the client's text.
+		"$wk_client_address": true,
 		// nginx's own id; the snippet overwrites any client X-Request-Id.
 		"$request_id": true,
 	}
