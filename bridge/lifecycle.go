@@ -127,10 +127,9 @@ func (s *Server) Drain() {
 	s.mu.Unlock()
 	s.log.Info("draining", slog.Int("sessions", len(open)), slog.Duration("timeout", s.cfg.DrainTimeout))
 
-	var step time.Duration
-	if len(open) > 1 {
-		step = s.cfg.DrainTimeout / 2 / time.Duration(len(open)-1)
-	}
+	step := drainStep(len(open), s.cfg.DrainTimeout, s.cfg.DrainRate)
+	s.metrics.drainPending.Set(float64(len(open)))
+	defer s.metrics.drainPending.Set(0)
 	tick := time.NewTicker(max(step, time.Nanosecond))
 	defer tick.Stop()
 	for i, sess := range open {
@@ -144,12 +143,27 @@ func (s *Server) Drain() {
 			}
 		}
 		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
+		s.metrics.drainPending.Set(float64(len(open) - i - 1))
 	}
 	select {
 	case <-idle:
 	case <-deadline.C:
 		s.cut()
 	}
+}
+
+// drainStep is the pause between two closes of a drain of n sessions: the
+// first half of timeout spread over them, or 1/rate when that is longer
+// (rate > 0: the other replicas admit the moved agents no faster).
+func drainStep(n int, timeout time.Duration, rate float64) time.Duration {
+	var step time.Duration
+	if n > 1 {
+		step = timeout / 2 / time.Duration(n-1)
+	}
+	if rate > 0 {
+		step = max(step, time.Duration(float64(time.Second)/rate))
+	}
+	return step
 }
 
 // beginDrain makes /readyz fail and new upgrades get 503 draining, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -61,6 +62,13 @@ type Options struct {
 	// DrainTimeout bounds the drain on shutdown; sessions are closed with
 	// 1001 spread over it. Default 30s.
 	DrainTimeout time.Duration
+	// DrainRate caps the sessions a drain closes per second, so the agents
+	// it moves arrive no faster than the other replicas can admit them
+	// (their TokenReview rate: every moved agent costs one there). Default
+	// 0: no cap, the closes are spread over the first half of DrainTimeout.
+	// Danger: sessions still open when DrainTimeout ends are cut at once;
+	// keep DrainTimeout above sessions / DrainRate.
+	DrainRate float64
 	// LogFormat is json or text. Default json.
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
@@ -130,6 +138,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
+	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "most sessions a drain closes per second (0: spread over half of --drain-timeout)")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.RevocationOptions.AddFlags(fs)
@@ -168,6 +177,9 @@ func (o *Options) Validate() error {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s: must be positive, got %s", d.flag, d.v))
 		}
+	}
+	if o.DrainRate < 0 || math.IsNaN(o.DrainRate) || math.IsInf(o.DrainRate, 0) {
+		errs = append(errs, fmt.Errorf("--drain-rate: want a finite rate >= 0, got %v", o.DrainRate))
 	}
 	if o.MaxSessions < 1 {
 		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))
