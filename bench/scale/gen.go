@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -118,6 +119,7 @@ const frontName = "relay.example.com"
 // session is revoked.
 func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Config, w *eventWriter) {
 	b := testagent.NewBackoff(testagent.AgentPolicy)
+	rnd := rand.New(rand.NewPCG(uint64(a.I), 0x5ca1e)) // owned by this agent's goroutine
 	last := testagent.Disconnected
 	for first := true; ctx.Err() == nil; first = false {
 		if !first && sleepCtx(ctx, b.Next(last)) != nil {
@@ -130,7 +132,7 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Con
 			HandshakeTimeout: testagent.AgentPolicy.HandshakeTimeout,
 			NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var errs []error
-				for _, r := range dialOrder(a, len(fronts)) {
+				for _, r := range dialOrder(a, len(fronts), rnd) {
 					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", fronts[r])
 					if err == nil {
 						replica = r
@@ -193,14 +195,15 @@ func serveAgent(c *testagent.Conn, key relayproto.Key, w *eventWriter, i, replic
 	}
 }
 
-// dialOrder is the agent's replica first, then the others in an order
-// that differs between agents, so the agents of a lost replica spread over
-// the rest as a Service's endpoints would take them.
-func dialOrder(a genAgent, n int) []int {
+// dialOrder is the agent's replica first, then the others in a random
+// order drawn per dial: a Service's endpoints are picked at random, and
+// the fronts that are gone refuse the connection (as an endpoint removed
+// from the Service would never be picked), so a lost or drained replica's
+// agents spread evenly over the replicas still there.
+func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 	order := []int{a.Replica}
-	for k := range n - 1 {
-		off := (a.I/n + k) % (n - 1)
-		order = append(order, (a.Replica+1+off)%n)
+	for _, k := range rnd.Perm(n - 1) {
+		order = append(order, (a.Replica+1+k)%n)
 	}
 	return order
 }

@@ -37,7 +37,9 @@ type Result struct {
 		TokenReviews       int           // on the surviving extauthz replicas
 		Peak               map[string]int64
 		Fails              map[string]int // refused dials after the kill, by "[status reason]"
+		Phase              PhaseResult    // the agents' moves, from the kill until the last was back
 	}
+	Roll PhaseResult // the rolling update of every replica
 
 	Steal              float64
 	Elapsed            time.Duration
@@ -125,6 +127,8 @@ func (r *Result) Rows() []benchrow.Row {
 			Baseline: fmt.Sprintf("%d agents moved", k.Agents), Ratio: ratio(float64(k.TokenReviews), float64(k.Agents)), Goal: "<= 1.0x",
 			Met: yesNo(k.Agents > 0 && k.TokenReviews <= k.Agents)},
 	}
+	rows = append(rows, r.phaseRows("rolling update", r.Roll, false)...)
+	rows = append(rows, r.phaseRows("replica SIGKILLed", r.Kill.Phase, true)...)
 	for _, role := range []string{"nginx", "extauthz", "bridge", "relay", "generator", "kube-apiserver", "etcd"} {
 		rows = append(rows, r.processRow(role))
 	}
@@ -240,4 +244,54 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "NO"
+}
+
+// phaseRows are a scenario's figures beside their goals (issue 32); every
+// value names the run's size and the load and steal over the scenario.
+func (r *Result) phaseRows(name string, p PhaseResult, kill bool) []benchrow.Row {
+	ctxt := fmt.Sprintf("%d agents; load %s -> %s, steal %.1f %%", r.Config.Agents, p.LoadStart, p.LoadEnd, 100*p.Steal)
+	off := benchrow.Row{Figure: "scale: " + name + ", time off the relay per move (p50, p99, max)",
+		Value:    fmt.Sprintf("%s, %s, %s over %d moves of %d agents (%s)", round(p.P50), round(p.P99), round(p.Max), p.Moves, p.Agents, ctxt),
+		Baseline: "agent's first retry 1 s", Ratio: ratio(p.P99.Seconds(), 1), Goal: "-", Met: "-"}
+	if !kill {
+		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.P99 < 5*time.Second)
+	}
+	perAgent := func(v float64) string { return ratio(v, float64(p.Agents)) }
+	refused := benchrow.Row{Figure: "scale: " + name + ", refused dials per moved agent",
+		Value:    fmt.Sprintf("%d (%s)", p.Refused, failsText(p.Fails)),
+		Baseline: fmt.Sprintf("%d agents moved", p.Agents), Ratio: perAgent(float64(p.Refused)), Goal: "< 1",
+		Met: yesNo(p.Agents > 0 && p.Refused < p.Agents)}
+	reviews := benchrow.Row{Figure: "scale: " + name + ", TokenReviews per moved agent (kube-apiserver's count)",
+		Value:    fmt.Sprintf("%.0f", p.TokenReviews),
+		Baseline: fmt.Sprintf("%d agents moved", p.Agents), Ratio: perAgent(p.TokenReviews), Goal: "<= 1.0",
+		Met: yesNo(p.Agents > 0 && p.TokenReviews <= float64(p.Agents))}
+	api := benchrow.Row{Figure: "scale: " + name + ", kube-apiserver requests/s",
+		Value:    fmt.Sprintf("%.1f/s over %s", p.APIRequests/p.Duration.Seconds(), round(p.Duration)),
+		Baseline: fmt.Sprintf("TokenReviews %.1f/s", p.TokenReviews/p.Duration.Seconds()), Ratio: "-", Goal: "-", Met: "-"}
+	rows := []benchrow.Row{off, refused, reviews, api}
+	if kill {
+		need := time.Duration(float64(p.SessionsPerReplica0) / p.ReviewRate * float64(time.Second))
+		rows = append(rows, benchrow.Row{Figure: "scale: " + name + ", last moved agent back vs its TokenReviews at the configured rate",
+			Value:    fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
+			Baseline: fmt.Sprintf("%s: %d agents at %.0f/s (%d survivors)", round(need), p.SessionsPerReplica0, p.ReviewRate, p.ServingReplicas),
+			Ratio:    ratio(p.LastBack.Seconds(), need.Seconds()), Goal: "<= 1.2x",
+			Met: yesNo(need > 0 && p.Pending == 0 && p.LastBack.Seconds() <= 1.2*need.Seconds())})
+	} else {
+		rows = append(rows, benchrow.Row{Figure: "scale: " + name + ", drain pace",
+			Value:    fmt.Sprintf("--drain-rate %.0f/s, %d sessions on the first replica drained", p.DrainRate, p.SessionsPerReplica0),
+			Baseline: fmt.Sprintf("TokenReview rate of the %d serving replicas %.0f/s", p.ServingReplicas, p.ReviewRate),
+			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"})
+	}
+	return rows
+}
+
+func failsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,74 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/stack"
+)
+
+// roll is a rolling update of the Deployment as the chart's strategy
+// (maxSurge 1, maxUnavailable 0) and PDB (maxUnavailable 1) run it: for
+// each old replica, a new one is started and becomes ready, then the old
+// one is terminated: its front stops taking connections (nginx SIGQUIT: the
+// Service no longer sends it any, open ones stay) and its bridge drains
+// (SIGTERM: closes 1001 at --drain-rate); its extauthz stops once the
+// bridge is gone (it serves the bridge's revocation stream to the end).
+// The next step starts when every agent is admitted again.
+func (r *run) roll(ctx context.Context, res *Result) error {
+	p, err := r.beginPhase(ctx)
+	if err != nil {
+		return err
+	}
+	res.Roll.SessionsPerReplica0 = r.count(func(a *agent) bool { return a.up && a.on == 0 })
+	for k := range r.cfg.Replicas {
+		if err := r.rollStep(ctx, k); err != nil {
+			return fmt.Errorf("rolling update, replica %d: %w", k, err)
+		}
+	}
+	r.mu.Lock()
+	last := p.lastBackLocked(r.agents)
+	r.mu.Unlock()
+	if res.Roll, err = r.endPhase(ctx, p); err != nil {
+		return err
+	}
+	res.Roll.LastBack, res.Roll.DrainRate, res.Roll.ServingReplicas = last, r.cfg.DrainRate, r.cfg.Replicas
+	res.Roll.ReviewRate = r.cfg.ReviewQPS * float64(r.cfg.Replicas)
+	return nil
+}
+
+// rollStep surges a new replica, terminates old replica k and waits until
+// every agent not stopped is admitted again.
+func (r *run) rollStep(ctx context.Context, k int) error {
+	if err := r.startReplica(ctx); err != nil {
+		return err
+	}
+	old := r.replicas[k]
+	fmt.Fprintf(r.out, "scale: rolling update: replica %d ready, draining replica %d (%d sessions)\n",
+		len(r.replicas)-1, k, r.count(func(a *agent) bool { return a.up && a.on == k }))
+	if err := old.nginx.Signal(syscall.SIGQUIT); err != nil {
+		return err
+	}
+	if err := old.bridge.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	bound := r.cfg.drainTimeout() + 30*time.Second
+	select {
+	case <-old.bridge.Done():
+	case <-time.After(bound):
+		return fmt.Errorf("bridge still draining after %s", bound)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for _, proc := range []*stack.Proc{old.extauthz, old.nginx} {
+		_ = proc.Stop(10 * time.Second) // SIGTERM, then SIGKILL: what exits is all that matters here
+	}
+	old.killed = true
+	want := r.cfg.Agents - r.count(func(a *agent) bool { return a.stopped })
+	return r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
+		n := r.count(func(a *agent) bool { return a.up && !a.stopped })
+		return n == want, fmt.Sprintf("rolling update: %d of %d agents admitted after replica %d drained", n, want, k)
+	})
+}
