@@ -22,7 +22,7 @@ func (r *run) roll(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.Roll.SessionsPerReplica0 = r.count(func(a *agent) bool { return a.up && a.on == 0 })
+	first := r.count(func(a *agent) bool { return a.up && a.on == 0 })
 	for k := range r.cfg.Replicas {
 		if err := r.rollStep(ctx, k); err != nil {
 			return fmt.Errorf("rolling update, replica %d: %w", k, err)
@@ -35,6 +35,7 @@ func (r *run) roll(ctx context.Context, res *Result) error {
 		return err
 	}
 	res.Roll.LastBack, res.Roll.DrainRate, res.Roll.ServingReplicas = last, r.cfg.DrainRate, r.cfg.Replicas
+	res.Roll.SessionsPerReplica0 = first
 	res.Roll.ReviewRate = r.cfg.ReviewQPS * float64(r.cfg.Replicas)
 	return nil
 }
