@@ -190,6 +190,10 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		// probe the API; the others need not wait for it to fail.
 		rv, offline, reason = a.reviewOffline(claims, reason)
 	}
+	owed := false // review-after: admitted on the claims, the TokenReview follows
+	if reason == contract.ReasonReviewThrottled {
+		rv, owed, reason = a.reviewThrottledAfter(claims, kind, reason)
+	}
 	if reason == "" {
 		reason = checkReview(&rv, token, a.cfg.audience)
 	}
@@ -206,6 +210,9 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		}
 		if d.Allowed() && !probeOnly(req.Subprotocols) {
 			d = a.checkKeyHolder(d)
+		}
+		if owed {
+			d = a.oweReview(d, k, token, exp, ver, &rv)
 		}
 	}
 	d.CacheHit, d.Offline = hit, offline
