@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -147,7 +148,7 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Con
 		c, err := testagent.Dial(dctx, o, a.Key)
 		cancel()
 		if err != nil {
-			status, reason := 0, "-"
+			status, reason := 0, transportReason(err)
 			var de *testagent.DialError
 			if errors.As(err, &de) {
 				status, reason = de.Status, cmpOr(de.Reason, "-")
@@ -206,6 +207,23 @@ func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 		order = append(order, (a.Replica+1+k)%n)
 	}
 	return order
+}
+
+// transportReason names a dial that got no HTTP answer: every front
+// refused the connection, the handshake timed out (the agent's 10 s), or
+// the connection was closed or reset before the answer.
+func transportReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connect_refused"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "timeout"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE):
+		return "closed"
+	}
+	return "other"
 }
 
 func cmpOr(s, def string) string {

@@ -48,7 +48,7 @@ const (
 )
 
 func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]string, dir, repo, kubeconfig string,
-	i int, front, cert, key string, bridgeArgs ...string) (*replica, error) {
+	i int, front, cert, key string, extauthzArgs, bridgeArgs []string) (*replica, error) {
 	r := &replica{i: i, front: front}
 	addrs := []*string{&r.relayAddr, &r.grpc, &r.http, &r.metrics, &r.bridgeAddr, &r.bridgeMetrics}
 	for _, a := range addrs {
@@ -69,11 +69,11 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 		return nil, err
 	}
 	sock, secret := "unix:"+filepath.Join(revDir, "revocation.sock"), filepath.Join(revDir, "secret")
-	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"],
-		"--grpc-listen="+r.grpc, "--http-listen="+r.http, "--metrics-listen="+r.metrics,
-		"--revocation-listen="+sock, "--revocation-secret-file="+secret,
-		"--identity-keys-file="+filepath.Join(revDir, "identity-keys"),
-		"--kubeconfig="+kubeconfig, "--log-format=json", "--log-level=warn"); err != nil {
+	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"], append([]string{
+		"--grpc-listen=" + r.grpc, "--http-listen=" + r.http, "--metrics-listen=" + r.metrics,
+		"--revocation-listen=" + sock, "--revocation-secret-file=" + secret,
+		"--identity-keys-file=" + filepath.Join(revDir, "identity-keys"),
+		"--kubeconfig=" + kubeconfig, "--log-format=json", "--log-level=warn"}, extauthzArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := stack.WaitFor(ctx, r.extauthz, 2*time.Minute, stack.HTTPOK("http://"+r.metrics+"/readyz")); err != nil {

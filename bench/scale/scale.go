@@ -39,15 +39,18 @@ import (
 
 // Config is the workload.
 type Config struct {
-	Agents     int           // live registered sessions in total
-	Replicas   int           // gateway replicas
-	ReviewQPS  float64       // each extauthz's --kube-api-qps (the TokenReview rate)
-	DrainRate  float64       // each bridge's --drain-rate during the rolling update
-	Burst      int           // Pods deleted in one burst
-	PerGen     int           // agents per generator process (one descriptor each)
-	Rate       float64       // agents started per second at the start, all generators together
-	Settle     time.Duration // bound of each wait for agents
-	RestWindow time.Duration // CPU at rest is measured over this window
+	Agents    int     // live registered sessions in total
+	Replicas  int     // gateway replicas
+	ReviewQPS float64 // each extauthz's --kube-api-qps (the TokenReview rate)
+	DrainRate float64 // each bridge's --drain-rate during the rolling update
+	// OnReviewThrottled is each extauthz's --on-review-throttled (deny,
+	// the default, or review-after).
+	OnReviewThrottled string
+	Burst             int           // Pods deleted in one burst
+	PerGen            int           // agents per generator process (one descriptor each)
+	Rate              float64       // agents started per second at the start, all generators together
+	Settle            time.Duration // bound of each wait for agents
+	RestWindow        time.Duration // CPU at rest is measured over this window
 }
 
 // Environment variables that size the run (`make bench` uses the
@@ -83,7 +86,7 @@ func DefaultConfig() (Config, error) {
 // even when the Service sends most of them to one replica.
 func SizedConfig(agents, burst int) (Config, error) {
 	c := Config{Agents: agents, Replicas: 3, Burst: burst, PerGen: 6500, Rate: 120, RestWindow: 10 * time.Second,
-		ReviewQPS: extauthz.DefaultOptions().KubeAPIQPS}
+		ReviewQPS: extauthz.DefaultOptions().KubeAPIQPS, OnReviewThrottled: extauthz.ThrottledDeny}
 	c.DrainRate = c.ReviewQPS * float64(c.Replicas) / 2
 	if agents < 1 || agents > 30000 {
 		return c, fmt.Errorf("agents: want a count in 1..30000, got %d", agents)
@@ -290,7 +293,8 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 func (r *run) startReplica(ctx context.Context) error {
 	i := len(r.replicas)
 	rep, err := startReplica(ctx, r.procs, r.bins, r.dir, r.repo, r.kcfg, i, r.fronts[i], r.certs[0], r.certs[1],
-		"--drain-rate="+strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout="+r.cfg.drainTimeout().String())
+		[]string{"--on-review-throttled=" + r.cfg.OnReviewThrottled},
+		[]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String()})
 	if err != nil {
 		return err
 	}

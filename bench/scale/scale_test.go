@@ -2,10 +2,14 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +34,7 @@ func TestMain(m *testing.M) {
 var (
 	agentsFlag = flag.Int("scale.agents", 0, "agents in the run (default "+EnvAgents+" or 3000)")
 	burstFlag  = flag.Int("scale.burst", 0, "Pods deleted in the burst (default "+EnvBurst+" or 300)")
+	modeFlag   = flag.String("scale.on-review-throttled", "", "every extauthz's --on-review-throttled (default deny)")
 )
 
 func cmpOrInt(v, def int) int {
@@ -52,6 +57,9 @@ func BenchmarkScale(b *testing.B) {
 	}
 	if err != nil {
 		b.Fatal(err)
+	}
+	if *modeFlag != "" {
+		cfg.OnReviewThrottled = *modeFlag
 	}
 	res, err := Run(context.Background(), cfg, os.Stderr)
 	if err != nil {
@@ -118,6 +126,24 @@ func TestQuantileNearestRank(t *testing.T) {
 	}
 	if q := quantile(s, 0.99); q != 99*time.Millisecond {
 		t.Errorf("p99 %s, want 99ms", q)
+	}
+}
+
+// TestTransportReason names the dials that got no HTTP answer.
+func TestTransportReason(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.Join(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), "connect_refused"},
+		{fmt.Errorf("handshake: %w", context.DeadlineExceeded), "timeout"},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "closed"},
+		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, "closed"},
+		{errors.New("x509: unknown authority"), "other"},
+	} {
+		if got := transportReason(c.err); got != c.want {
+			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
 	}
 }
 

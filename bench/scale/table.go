@@ -196,8 +196,9 @@ func (r *Result) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "scale benchmark: real kube-apiserver + etcd; %d replicas (nginx TLS front with the shipped config, extauthz, bridge on "+
 		"its extauthz's revocation stream, each a process; a reference relay per replica); %d agents with Pod-bound tokens from %d generator "+
-		"processes (real agent backoff, keepalives every 25 s); run took %s; steal %.1f %%; load average %s at the start, %s at the end\n",
-		c.Replicas, c.Agents, r.Generators, r.Elapsed.Round(time.Second), 100*r.Steal, r.LoadStart, r.LoadEnd)
+		"processes (real agent backoff, keepalives every 25 s); extauthz --on-review-throttled=%s, bridge --drain-rate=%.0f; "+
+		"run took %s; steal %.1f %%; load average %s at the start, %s at the end\n",
+		c.Replicas, c.Agents, r.Generators, c.OnReviewThrottled, c.DrainRate, r.Elapsed.Round(time.Second), 100*r.Steal, r.LoadStart, r.LoadEnd)
 	fmt.Fprintf(w, "  connect: all %d admitted %s after the first generator started (ramp %.0f agents/s); sessions per replica at rest %v\n",
 		c.Agents, r.ConnectTime.Round(time.Second), c.Rate, r.Sessions)
 	benchrow.Table(w, r.Rows())
@@ -253,7 +254,8 @@ func yesNo(b bool) string {
 // phaseRows are a scenario's figures beside their goals (issue 32); every
 // value names the run's size and the load and steal over the scenario.
 func (r *Result) phaseRows(name string, p PhaseResult, kill bool) []benchrow.Row {
-	ctxt := fmt.Sprintf("%d agents; load %s -> %s, steal %.1f %%", r.Config.Agents, p.LoadStart, p.LoadEnd, 100*p.Steal)
+	ctxt := fmt.Sprintf("%d agents, --on-review-throttled=%s; load %s -> %s, steal %.1f %%", r.Config.Agents,
+		r.Config.OnReviewThrottled, p.LoadStart, p.LoadEnd, 100*p.Steal)
 	off := benchrow.Row{Figure: "scale: " + name + ", time off the relay per move (p50, p99, max)",
 		Value:    fmt.Sprintf("%s, %s, %s over %d moves of %d agents (%s)", round(p.P50), round(p.P99), round(p.Max), p.Moves, p.Agents, ctxt),
 		Baseline: "agent's first retry 1 s", Ratio: ratio(p.P99.Seconds(), 1), Goal: "-", Met: "-"}
