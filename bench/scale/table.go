@@ -127,8 +127,8 @@ func (r *Result) Rows() []benchrow.Row {
 			Baseline: fmt.Sprintf("%d agents moved", k.Agents), Ratio: ratio(float64(k.TokenReviews), float64(k.Agents)), Goal: "<= 1.0x",
 			Met: yesNo(k.Agents > 0 && k.TokenReviews <= k.Agents)},
 	}
-	rows = append(rows, r.phaseRows("rolling update", r.Roll, false)...)
-	rows = append(rows, r.phaseRows("replica SIGKILLed", r.Kill.Phase, true)...)
+	rows = append(rows, r.phaseRows(r.Roll, false)...)
+	rows = append(rows, r.phaseRows(r.Kill.Phase, true)...)
 	for _, role := range []string{"nginx", "extauthz", "bridge", "relay", "generator", "kube-apiserver", "etcd"} {
 		rows = append(rows, r.processRow(role))
 	}
@@ -251,51 +251,70 @@ func yesNo(b bool) string {
 	return "NO"
 }
 
+// Figures of the two scenarios, by kind (literals: the docs/performance.md
+// test finds the figures by their literals).
+type phaseFigures struct{ offRelay, refused, reviews, api, last string }
+
+var (
+	rollFigures = phaseFigures{
+		offRelay: "scale: rolling update, time off the relay per move (p50, p99, max)",
+		refused:  "scale: rolling update, refused dials per move",
+		reviews:  "scale: rolling update, TokenReviews per move (kube-apiserver's count)",
+		api:      "scale: rolling update, kube-apiserver requests/s",
+		last:     "scale: rolling update, drain pace",
+	}
+	killFigures = phaseFigures{
+		offRelay: "scale: replica SIGKILLed, time off the relay per move (p50, p99, max)",
+		refused:  "scale: replica SIGKILLed, refused dials per moved agent",
+		reviews:  "scale: replica SIGKILLed, TokenReviews per moved agent (kube-apiserver's count)",
+		api:      "scale: replica SIGKILLed, kube-apiserver requests/s",
+		last:     "scale: replica SIGKILLed, last moved agent back vs its TokenReviews at the configured rate",
+	}
+)
+
 // phaseRows are a scenario's figures beside their goals (issue 32); every
-// value names the run's size and the load and steal over the scenario.
-func (r *Result) phaseRows(name string, p PhaseResult, kill bool) []benchrow.Row {
+// value names the run's size and mode and the load and steal over the
+// scenario.
+func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
+	f := rollFigures
+	if kill {
+		f = killFigures
+	}
 	ctxt := fmt.Sprintf("%d agents, --on-review-throttled=%s; load %s -> %s, steal %.1f %%", r.Config.Agents,
 		r.Config.OnReviewThrottled, p.LoadStart, p.LoadEnd, 100*p.Steal)
-	off := benchrow.Row{Figure: "scale: " + name + ", time off the relay per move (p50, p99, max)",
+	off := benchrow.Row{Figure: f.offRelay,
 		Value:    fmt.Sprintf("%s, %s, %s over %d moves of %d agents (%s)", round(p.P50), round(p.P99), round(p.Max), p.Moves, p.Agents, ctxt),
 		Baseline: "agent's first retry 1 s", Ratio: ratio(p.P99.Seconds(), 1), Goal: "-", Met: "-"}
 	if !kill {
-		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.P99 < 5*time.Second)
+		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.Pending == 0 && p.P99 < 5*time.Second)
 	}
 	// A rolling update moves an agent once per replica it lands on before
 	// that one is drained too: its costs are per move. A kill moves each
 	// agent once.
-	unit, moved := "move", p.Moves
+	moved := p.Moves
 	if kill {
-		unit, moved = "moved agent", p.Agents
+		moved = p.Agents
 	}
 	per := func(v float64) string { return ratio(v, float64(moved)) }
-	refused := benchrow.Row{Figure: "scale: " + name + ", refused dials per " + unit,
-		Value:    fmt.Sprintf("%d (%s)", p.Refused, failsText(p.Fails)),
+	refused := benchrow.Row{Figure: f.refused, Value: fmt.Sprintf("%d (%s)", p.Refused, failsText(p.Fails)),
 		Baseline: fmt.Sprintf("%d moves of %d agents", p.Moves, p.Agents), Ratio: per(float64(p.Refused)), Goal: "< 1",
 		Met: yesNo(moved > 0 && p.Refused < moved)}
-	reviews := benchrow.Row{Figure: "scale: " + name + ", TokenReviews per " + unit + " (kube-apiserver's count)",
-		Value:    fmt.Sprintf("%.0f", p.TokenReviews),
+	reviews := benchrow.Row{Figure: f.reviews, Value: fmt.Sprintf("%.0f", p.TokenReviews),
 		Baseline: fmt.Sprintf("%d moves of %d agents", p.Moves, p.Agents), Ratio: per(p.TokenReviews), Goal: "<= 1.0",
 		Met: yesNo(moved > 0 && p.TokenReviews <= float64(moved))}
-	api := benchrow.Row{Figure: "scale: " + name + ", kube-apiserver requests/s",
-		Value:    fmt.Sprintf("%.1f/s over %s", p.APIRequests/p.Duration.Seconds(), round(p.Duration)),
+	api := benchrow.Row{Figure: f.api, Value: fmt.Sprintf("%.1f/s over %s", p.APIRequests/p.Duration.Seconds(), round(p.Duration)),
 		Baseline: fmt.Sprintf("TokenReviews %.1f/s", p.TokenReviews/p.Duration.Seconds()), Ratio: "-", Goal: "-", Met: "-"}
-	rows := []benchrow.Row{off, refused, reviews, api}
-	if kill {
-		need := time.Duration(float64(p.SessionsPerReplica0) / p.ReviewRate * float64(time.Second))
-		rows = append(rows, benchrow.Row{Figure: "scale: " + name + ", last moved agent back vs its TokenReviews at the configured rate",
-			Value:    fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
-			Baseline: fmt.Sprintf("%s: %d agents at %.0f/s (%d survivors)", round(need), p.SessionsPerReplica0, p.ReviewRate, p.ServingReplicas),
-			Ratio:    ratio(p.LastBack.Seconds(), need.Seconds()), Goal: "<= 1.2x",
-			Met: yesNo(need > 0 && p.Pending == 0 && p.LastBack.Seconds() <= 1.2*need.Seconds())})
-	} else {
-		rows = append(rows, benchrow.Row{Figure: "scale: " + name + ", drain pace",
+	if !kill {
+		return []benchrow.Row{off, refused, reviews, api, {Figure: f.last,
 			Value:    fmt.Sprintf("--drain-rate %.0f/s, %d sessions on the first replica drained", p.DrainRate, p.SessionsPerReplica0),
 			Baseline: fmt.Sprintf("TokenReview rate of the %d serving replicas %.0f/s", p.ServingReplicas, p.ReviewRate),
-			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"})
+			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"}}
 	}
-	return rows
+	need := time.Duration(float64(p.SessionsPerReplica0) / p.ReviewRate * float64(time.Second))
+	return []benchrow.Row{off, refused, reviews, api, {Figure: f.last, Value: fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
+		Baseline: fmt.Sprintf("%s: %d agents at %.0f/s (%d survivors)", round(need), p.SessionsPerReplica0, p.ReviewRate, p.ServingReplicas),
+		Ratio:    ratio(p.LastBack.Seconds(), need.Seconds()), Goal: "<= 1.2x",
+		Met: yesNo(need > 0 && p.Pending == 0 && p.LastBack.Seconds() <= 1.2*need.Seconds())}}
 }
 
 func failsText(m map[string]int) string {
