@@ -214,14 +214,17 @@ func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 // the connection was closed or reset before the answer.
 func transportReason(err error) string {
 	var ne net.Error
+	// A dial tries every front: refusals by the fronts that are gone come
+	// with whatever ended the dial, so they count only when nothing else
+	// did.
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connect_refused"
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return "timeout"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE):
 		return "closed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connect_refused"
 	}
 	return "other"
 }

@@ -28,6 +28,7 @@ type phase struct {
 	down     map[int]time.Time
 
 	api0        apiCounts
+	overflows0  int64 // procfs.ListenOverflows at start
 	cpu0        procfs.CPUTimes
 	loadStart   string
 	end         time.Time
@@ -54,6 +55,7 @@ type PhaseResult struct {
 	ReviewRate          float64       // TokenReviews/s the serving replicas may make (--kube-api-qps each)
 	ServingReplicas     int
 	DrainRate           float64 // --drain-rate of the drained bridges (0: none drained)
+	ListenOverflows     int64   // SYNs the machine dropped at a full accept queue during the phase
 	SessionsPerReplica0 int     // sessions on the replica drained or killed first
 }
 
@@ -70,8 +72,12 @@ func (r *run) beginPhase(ctx context.Context) (*phase, error) {
 	if err != nil {
 		return nil, err
 	}
+	overflows, err := procfs.ListenOverflows()
+	if err != nil {
+		return nil, err
+	}
 	p := &phase{start: time.Now(), fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{},
-		api0: api, cpu0: cpu, loadStart: procfs.LoadAverage()}
+		api0: api, overflows0: overflows, cpu0: cpu, loadStart: procfs.LoadAverage()}
 	r.mu.Lock()
 	r.phase = p
 	r.mu.Unlock()
@@ -93,9 +99,13 @@ func (r *run) endPhase(ctx context.Context, p *phase) (PhaseResult, error) {
 		return PhaseResult{}, err
 	}
 	p.loadEnd = procfs.LoadAverage()
+	overflows, err := procfs.ListenOverflows()
+	if err != nil {
+		return PhaseResult{}, err
+	}
 	res := PhaseResult{Moves: len(p.offRelay), Agents: len(p.moved), Pending: p.pendingDown, Fails: p.fails,
 		TokenReviews: p.api1.tokenReviews - p.api0.tokenReviews, APIRequests: p.api1.all - p.api0.all,
-		Duration: p.end.Sub(p.start), Steal: procfs.StealShare(p.cpu0, p.cpu1), LoadStart: p.loadStart, LoadEnd: p.loadEnd}
+		ListenOverflows: overflows - p.overflows0, Duration: p.end.Sub(p.start), Steal: procfs.StealShare(p.cpu0, p.cpu1), LoadStart: p.loadStart, LoadEnd: p.loadEnd}
 	for _, n := range p.fails {
 		res.Refused += n
 	}

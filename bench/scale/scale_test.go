@@ -137,6 +137,7 @@ func TestTransportReason(t *testing.T) {
 	}{
 		{errors.Join(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), "connect_refused"},
 		{fmt.Errorf("handshake: %w", context.DeadlineExceeded), "timeout"},
+		{errors.Join(os.NewSyscallError("connect", syscall.ECONNREFUSED), fmt.Errorf("dial: %w", context.DeadlineExceeded)), "timeout"},
 		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "closed"},
 		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, "closed"},
 		{errors.New("x509: unknown authority"), "other"},

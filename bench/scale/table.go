@@ -280,8 +280,8 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 	if kill {
 		f = killFigures
 	}
-	ctxt := fmt.Sprintf("%d agents, --on-review-throttled=%s; load %s -> %s, steal %.1f %%", r.Config.Agents,
-		r.Config.OnReviewThrottled, p.LoadStart, p.LoadEnd, 100*p.Steal)
+	ctxt := fmt.Sprintf("%d agents, --on-review-throttled=%s; load %s -> %s, steal %.1f %%, %d SYNs dropped at full accept queues",
+		r.Config.Agents, r.Config.OnReviewThrottled, p.LoadStart, p.LoadEnd, 100*p.Steal, p.ListenOverflows)
 	off := benchrow.Row{Figure: f.offRelay,
 		Value:    fmt.Sprintf("%s, %s, %s over %d moves of %d agents (%s)", round(p.P50), round(p.P99), round(p.Max), p.Moves, p.Agents, ctxt),
 		Baseline: "agent's first retry 1 s", Ratio: ratio(p.P99.Seconds(), 1), Goal: "-", Met: "-"}

@@ -31,7 +31,7 @@ type NginxOptions struct {
 // shipped file that the suite would silently not test fails here.
 func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 	subs := []struct{ old, new string }{
-		{"listen 443 ssl;", "listen " + o.Listen + " ssl;"},
+		{"listen 443 ssl backlog=4096;", "listen " + o.Listen + " ssl backlog=4096;"},
 		{"/etc/nginx/tls/tls.crt", o.CertFile},
 		{"/etc/nginx/tls/tls.key", o.KeyFile},
 		{"server 127.0.0.1:9002;", "server " + o.ExtauthzHTTP + ";"},
