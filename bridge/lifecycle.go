@@ -110,8 +110,9 @@ func boolInt(b bool) int {
 }
 
 // Drain makes /readyz fail and new upgrades get 503 draining at once, then
-// closes open sessions with 1001, spread over the first half of
-// DrainTimeout so clients do not all reconnect at the same instant, and
+// closes open sessions with 1001, at DrainRate a second or else spread
+// over the first half of DrainTimeout so clients do not all reconnect at
+// the same instant, and
 // returns when the last session is gone or DrainTimeout has passed (then
 // the remaining connections are cut). Calling it again waits again.
 func (s *Server) Drain() {
@@ -152,18 +153,17 @@ func (s *Server) Drain() {
 	}
 }
 
-// drainStep is the pause between two closes of a drain of n sessions: the
-// first half of timeout spread over them, or 1/rate when that is longer
-// (rate > 0: the other replicas admit the moved agents no faster).
+// drainStep is the pause between two closes of a drain of n sessions:
+// 1/rate when a rate is set (the other replicas admit the moved agents at
+// about that pace), else the first half of timeout spread over them.
 func drainStep(n int, timeout time.Duration, rate float64) time.Duration {
-	var step time.Duration
-	if n > 1 {
-		step = timeout / 2 / time.Duration(n-1)
-	}
 	if rate > 0 {
-		step = max(step, time.Duration(float64(time.Second)/rate))
+		return time.Duration(float64(time.Second) / rate)
 	}
-	return step
+	if n > 1 {
+		return timeout / 2 / time.Duration(n-1)
+	}
+	return 0
 }
 
 // beginDrain makes /readyz fail and new upgrades get 503 draining, and

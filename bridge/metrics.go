@@ -189,7 +189,7 @@ func registerStateMetrics(reg prometheus.Registerer, s *Server) error {
 		Help: "The --max-sessions cap: beyond it upgrades get 503 at_capacity."})
 	limit.Set(float64(s.cfg.MaxSessions))
 	drainRate := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_rate_limit",
-		Help: "The --drain-rate cap: sessions a drain closes per second at most (0: spread over half of --drain-timeout)."})
+		Help: "The --drain-rate pace: sessions a drain closes per second (0: spread over half of --drain-timeout)."})
 	drainRate.Set(s.cfg.DrainRate)
 	backoffLen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "key_mismatch_backoff_identities",
 		Help: "Identities remembered by the key-mismatch backoff (bounded LRU)."},

@@ -62,10 +62,10 @@ type Options struct {
 	// DrainTimeout bounds the drain on shutdown; sessions are closed with
 	// 1001 spread over it. Default 30s.
 	DrainTimeout time.Duration
-	// DrainRate caps the sessions a drain closes per second, so the agents
-	// it moves arrive no faster than the other replicas can admit them
-	// (their TokenReview rate: every moved agent costs one there). Default
-	// 0: no cap, the closes are spread over the first half of DrainTimeout.
+	// DrainRate is how many sessions a drain closes per second, so the
+	// agents it moves arrive no faster than the other replicas can admit
+	// them (their TokenReview rate: every moved agent costs one there).
+	// Default 0: the closes are spread over the first half of DrainTimeout.
 	// Danger: sessions still open when DrainTimeout ends are cut at once;
 	// keep DrainTimeout above sessions / DrainRate.
 	DrainRate float64
@@ -138,7 +138,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
-	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "most sessions a drain closes per second (0: spread over half of --drain-timeout)")
+	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "sessions a drain closes per second (0: spread over half of --drain-timeout)")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.RevocationOptions.AddFlags(fs)

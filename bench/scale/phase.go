@@ -56,6 +56,7 @@ type PhaseResult struct {
 	ServingReplicas     int
 	DrainRate           float64 // --drain-rate of the drained bridges (0: none drained)
 	ListenOverflows     int64   // SYNs the machine dropped at a full accept queue during the phase
+	Drains              string  // the rolling update's drains: sessions closed and time each
 	SessionsPerReplica0 int     // sessions on the replica drained or killed first
 }
 

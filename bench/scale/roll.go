@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,10 +24,13 @@ func (r *run) roll(ctx context.Context, res *Result) error {
 		return err
 	}
 	first := r.count(func(a *agent) bool { return a.up && a.on == 0 })
+	var drains []string
 	for k := range r.cfg.Replicas {
-		if err := r.rollStep(ctx, k); err != nil {
+		d, err := r.rollStep(ctx, k)
+		if err != nil {
 			return fmt.Errorf("rolling update, replica %d: %w", k, err)
 		}
+		drains = append(drains, d)
 	}
 	r.mu.Lock()
 	last := p.lastBackLocked(r.agents)
@@ -35,40 +39,43 @@ func (r *run) roll(ctx context.Context, res *Result) error {
 		return err
 	}
 	res.Roll.LastBack, res.Roll.DrainRate, res.Roll.ServingReplicas = last, r.cfg.DrainRate, r.cfg.Replicas
-	res.Roll.SessionsPerReplica0 = first
+	res.Roll.SessionsPerReplica0, res.Roll.Drains = first, strings.Join(drains, ", ")
 	res.Roll.ReviewRate = r.cfg.ReviewQPS * float64(r.cfg.Replicas)
 	return nil
 }
 
 // rollStep surges a new replica, terminates old replica k and waits until
-// every agent not stopped is admitted again.
-func (r *run) rollStep(ctx context.Context, k int) error {
+// every agent not stopped is admitted again. It returns how many sessions
+// the drain closed and how long it took.
+func (r *run) rollStep(ctx context.Context, k int) (string, error) {
 	if err := r.startReplica(ctx); err != nil {
-		return err
+		return "", err
 	}
 	old := r.replicas[k]
-	fmt.Fprintf(r.out, "scale: rolling update: replica %d ready, draining replica %d (%d sessions)\n",
-		len(r.replicas)-1, k, r.count(func(a *agent) bool { return a.up && a.on == k }))
+	n := r.count(func(a *agent) bool { return a.up && a.on == k })
+	fmt.Fprintf(r.out, "scale: rolling update: replica %d ready, draining replica %d (%d sessions)\n", len(r.replicas)-1, k, n)
+	start := time.Now()
 	if err := old.nginx.Signal(syscall.SIGQUIT); err != nil {
-		return err
+		return "", err
 	}
 	if err := old.bridge.Signal(syscall.SIGTERM); err != nil {
-		return err
+		return "", err
 	}
 	bound := r.cfg.drainTimeout() + 30*time.Second
 	select {
 	case <-old.bridge.Done():
 	case <-time.After(bound):
-		return fmt.Errorf("bridge still draining after %s", bound)
+		return "", fmt.Errorf("bridge still draining after %s", bound)
 	case <-ctx.Done():
-		return ctx.Err()
+		return "", ctx.Err()
 	}
+	drain := fmt.Sprintf("%d in %s", n, time.Since(start).Round(time.Second))
 	for _, proc := range []*stack.Proc{old.extauthz, old.nginx} {
 		_ = proc.Stop(10 * time.Second) // SIGTERM, then SIGKILL: what exits is all that matters here
 	}
 	old.killed = true
 	want := r.cfg.Agents - r.count(func(a *agent) bool { return a.stopped })
-	return r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
+	return drain, r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
 		n := r.count(func(a *agent) bool { return a.up && !a.stopped })
 		return n == want, fmt.Sprintf("rolling update: %d of %d agents admitted after replica %d drained", n, want, k)
 	})

@@ -306,7 +306,7 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 		Baseline: fmt.Sprintf("TokenReviews %.1f/s", p.TokenReviews/p.Duration.Seconds()), Ratio: "-", Goal: "-", Met: "-"}
 	if !kill {
 		return []benchrow.Row{off, refused, reviews, api, {Figure: f.last,
-			Value:    fmt.Sprintf("--drain-rate %.0f/s, %d sessions on the first replica drained", p.DrainRate, p.SessionsPerReplica0),
+			Value:    fmt.Sprintf("--drain-rate %.0f/s; drains of %s", p.DrainRate, p.Drains),
 			Baseline: fmt.Sprintf("TokenReview rate of the %d serving replicas %.0f/s", p.ServingReplicas, p.ReviewRate),
 			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"}}
 	}
