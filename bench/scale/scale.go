@@ -608,16 +608,11 @@ func (r *run) burst(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// kill SIGKILLs the first live replica's nginx, extauthz and bridge (the
-// Pod) and waits until every agent it had is admitted on the others.
+// kill SIGKILLs one live replica's nginx, extauthz and bridge (the Pod)
+// and waits until every agent it had is admitted on the others.
 func (r *run) kill(ctx context.Context, res *Result) error {
-	var live []*replica
-	for _, rep := range r.replicas {
-		if !rep.killed {
-			live = append(live, rep)
-		}
-	}
-	victim, survivors := live[0], live[1:]
+	victim, survivors := r.pickVictim()
+	fmt.Fprintf(r.out, "scale: SIGKILL replica %d (%d sessions)\n", victim.i, r.count(func(a *agent) bool { return a.up && a.on == victim.i }))
 	var moved []int
 	r.mu.Lock()
 	for i, a := range r.agents {
@@ -706,6 +701,40 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	k.Phase.SessionsPerReplica0 = len(moved)
 	k.Fails = maps(k.Phase.Fails)
 	return nil
+}
+
+// pickVictim is the live replica whose loss leaves the fullest survivor
+// least full (its agents split evenly over the others): under this
+// machine's descriptor limit (maxSessionsPerReplica) a loss the survivors
+// cannot hold would measure at_capacity, not the admission path.
+func (r *run) pickVictim() (*replica, []*replica) {
+	load := map[int]int{}
+	r.mu.Lock()
+	for _, a := range r.agents {
+		if a.up {
+			load[a.on]++
+		}
+	}
+	r.mu.Unlock()
+	var live []*replica
+	for _, rep := range r.replicas {
+		if !rep.killed {
+			live = append(live, rep)
+		}
+	}
+	best, bestPeak := 0, -1
+	for v, rep := range live {
+		peak := 0
+		for _, s := range live {
+			if s != rep {
+				peak = max(peak, load[s.i]+load[rep.i]/(len(live)-1))
+			}
+		}
+		if bestPeak < 0 || peak < bestPeak {
+			best, bestPeak = v, peak
+		}
+	}
+	return live[best], append(slices.Clone(live[:best]), live[best+1:]...)
 }
 
 func maps(m map[string]int) map[string]int {
