@@ -140,6 +140,7 @@ func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, elaps
 		slog.String("path", logPath(req.Target)),
 		slog.Bool("cache_hit", d.CacheHit),
 		slog.Bool("offline", d.Offline),
+		slog.Bool("review_owed", d.ReviewOwed),
 		slog.String("detail", d.Detail),
 		slog.Duration("latency", elapsed),
 	)

@@ -64,6 +64,9 @@ type Decision struct {
 	// Offline reports a decision made without TokenReview
 	// (--on-review-unavailable=verify-offline).
 	Offline bool
+	// ReviewOwed reports an allow made before its TokenReview
+	// (--on-review-throttled=review-after): the review follows.
+	ReviewOwed bool
 	// Detail names the local verification check that failed, for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
@@ -216,6 +219,7 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		}
 	}
 	d.CacheHit, d.Offline = hit, offline
+	d.ReviewOwed = owed && d.Allowed()
 	d.Identity = rv.username
 	return d
 }

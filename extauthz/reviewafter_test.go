@@ -52,6 +52,9 @@ func TestOnReviewThrottled(t *testing.T) {
 			if e.authz.after != nil && e.authz.after.len() != tc.owed {
 				t.Errorf("follow-ups owed %d, want %d", e.authz.after.len(), tc.owed)
 			}
+			if d.ReviewOwed != (tc.owed == 1) {
+				t.Errorf("ReviewOwed = %v, want %v (the check line says review_owed)", d.ReviewOwed, tc.owed == 1)
+			}
 		})
 	}
 	t.Run("review-after: follow-up queue full", func(t *testing.T) {
