@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -87,8 +88,9 @@ func RunGeneratorIfAsked() (bool, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // stdin closes when the parent is done
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	var gone goneFronts
+	go func() { // stdin: "gone N" lines, then EOF when the parent is done
+		gone.follow(os.Stdin)
 		cancel()
 	}()
 	w := &eventWriter{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
@@ -103,7 +105,7 @@ func RunGeneratorIfAsked() (bool, error) {
 				break
 			}
 		}
-		wg.Go(func() { runAgent(ctx, a, spec.Fronts, tlsConf, w) })
+		wg.Go(func() { runAgent(ctx, a, spec.Fronts, &gone, tlsConf, w) })
 	}
 	wg.Wait()
 	w.flush()
@@ -118,7 +120,7 @@ const frontName = "relay.example.com"
 // (testagent.AgentPolicy: 1 s after a disconnect, doubling after each
 // failed dial up to 30 s; keepalives every 25 s), until ctx ends or its
 // session is revoked.
-func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Config, w *eventWriter) {
+func runAgent(ctx context.Context, a genAgent, fronts []string, gone *goneFronts, tlsConf *tls.Config, w *eventWriter) {
 	b := testagent.NewBackoff(testagent.AgentPolicy)
 	rnd := rand.New(rand.NewPCG(uint64(a.I), 0x5ca1e)) // owned by this agent's goroutine
 	last := testagent.Disconnected
@@ -134,6 +136,9 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Con
 			NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var errs []error
 				for _, r := range dialOrder(a, len(fronts), rnd) {
+					if gone.has(r) {
+						continue // no longer an endpoint of the Service
+					}
 					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", fronts[r])
 					if err == nil {
 						replica = r
@@ -207,6 +212,31 @@ func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 		order = append(order, (a.Replica+1+k)%n)
 	}
 	return order
+}
+
+// goneFronts are the fronts the parent said are no longer endpoints of
+// the Service (a Pod terminating: its front still carries its open
+// sessions while its bridge drains, but gets no new connection). Safe for
+// concurrent use.
+type goneFronts struct{ mask atomic.Uint64 }
+
+func (g *goneFronts) has(i int) bool { return g.mask.Load()&(1<<uint(i)) != 0 }
+
+// follow reads "gone N" lines from r until it ends.
+func (g *goneFronts) follow(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if n, ok := strings.CutPrefix(sc.Text(), "gone "); ok {
+			if i, err := strconv.Atoi(n); err == nil && i >= 0 && i < 64 {
+				for {
+					old := g.mask.Load()
+					if g.mask.CompareAndSwap(old, old|1<<uint(i)) {
+						break
+					}
+				}
+			}
+		}
+	}
 }
 
 // transportReason names a dial that got no HTTP answer: every front
@@ -326,6 +356,13 @@ func startGenerator(specPath string, on func(event)) (*generator, error) {
 }
 
 func (g *generator) pid() int { return g.cmd.Process.Pid }
+
+// endpointGone tells the generator front i is no longer a Service
+// endpoint.
+func (g *generator) endpointGone(i int) error {
+	_, err := fmt.Fprintf(g.stdin, "gone %d\n", i)
+	return err
+}
 
 // stop closes the generator's stdin (its agents close) and waits for it.
 func (g *generator) stop() {

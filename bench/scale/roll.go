@@ -13,10 +13,14 @@ import (
 // roll is a rolling update of the Deployment as the chart's strategy
 // (maxSurge 1, maxUnavailable 0) and PDB (maxUnavailable 1) run it: for
 // each old replica, a new one is started and becomes ready, then the old
-// one is terminated: its front stops taking connections (nginx SIGQUIT: the
-// Service no longer sends it any, open ones stay) and its bridge drains
-// (SIGTERM: closes 1001 at --drain-rate); its extauthz stops once the
-// bridge is gone (it serves the bridge's revocation stream to the end).
+// one is terminated: it is no longer a Service endpoint (the generators
+// stop dialing its front, which keeps carrying the open sessions, as the
+// chart's front does through its preStop wait) and its bridge drains
+// (SIGTERM: closes 1001 at --drain-rate); its front and extauthz stop once
+// the bridge is gone (extauthz serves the bridge's revocation stream to
+// the end). Signalling nginx at the drain's start instead (SIGQUIT) let
+// the drained bridge exit within seconds rather than at its pace: the
+// sessions ended on the front's side, all agents moving together.
 // The next step starts when every agent is admitted again.
 func (r *run) roll(ctx context.Context, res *Result) error {
 	p, err := r.beginPhase(ctx)
@@ -55,8 +59,10 @@ func (r *run) rollStep(ctx context.Context, k int) (string, error) {
 	n := r.count(func(a *agent) bool { return a.up && a.on == k })
 	fmt.Fprintf(r.out, "scale: rolling update: replica %d ready, draining replica %d (%d sessions)\n", len(r.replicas)-1, k, n)
 	start := time.Now()
-	if err := old.nginx.Signal(syscall.SIGQUIT); err != nil {
-		return "", err
+	for _, g := range r.gens {
+		if err := g.endpointGone(k); err != nil {
+			return "", err
+		}
 	}
 	if err := old.bridge.Signal(syscall.SIGTERM); err != nil {
 		return "", err

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,6 +145,17 @@ func TestTransportReason(t *testing.T) {
 	} {
 		if got := transportReason(c.err); got != c.want {
 			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// TestGoneFronts: "gone N" lines mark fronts the agents no longer dial.
+func TestGoneFronts(t *testing.T) {
+	var g goneFronts
+	g.follow(strings.NewReader("gone 3\nnoise\ngone 0\ngone 99\ngone x\n"))
+	for i, want := range []bool{true, false, false, true, false} {
+		if g.has(i) != want {
+			t.Errorf("front %d gone %v, want %v", i, g.has(i), want)
 		}
 	}
 }
