@@ -703,10 +703,11 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// pickVictim is the live replica whose loss leaves the fullest survivor
-// least full (its agents split evenly over the others): under this
-// machine's descriptor limit (maxSessionsPerReplica) a loss the survivors
-// cannot hold would measure at_capacity, not the admission path.
+// pickVictim is the live replica with the most sessions whose agents,
+// split evenly over the others, the survivors can hold under this
+// machine's descriptor limit (maxSessionsPerReplica each; a loss beyond it
+// would measure at_capacity, not the admission path), else the one that
+// leaves the fullest survivor least full.
 func (r *run) pickVictim() (*replica, []*replica) {
 	load := map[int]int{}
 	r.mu.Lock()
@@ -722,16 +723,25 @@ func (r *run) pickVictim() (*replica, []*replica) {
 			live = append(live, rep)
 		}
 	}
-	best, bestPeak := 0, -1
-	for v, rep := range live {
+	peakAfter := func(v *replica) int {
 		peak := 0
 		for _, s := range live {
-			if s != rep {
-				peak = max(peak, load[s.i]+load[rep.i]/(len(live)-1))
+			if s != v {
+				peak = max(peak, load[s.i]+load[v.i]/(len(live)-1))
 			}
 		}
-		if bestPeak < 0 || peak < bestPeak {
-			best, bestPeak = v, peak
+		return peak
+	}
+	best := -1
+	for k, v := range live {
+		fits := peakAfter(v) <= maxSessionsPerReplica
+		switch {
+		case best < 0:
+			best = k
+		case fits && (peakAfter(live[best]) > maxSessionsPerReplica || load[v.i] > load[live[best].i]):
+			best = k
+		case !fits && peakAfter(live[best]) > maxSessionsPerReplica && peakAfter(v) < peakAfter(live[best]):
+			best = k
 		}
 	}
 	return live[best], append(slices.Clone(live[:best]), live[best+1:]...)

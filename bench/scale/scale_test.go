@@ -171,3 +171,30 @@ func TestParseEvent(t *testing.T) {
 		t.Error("a line with a non-numeric agent parsed")
 	}
 }
+
+// TestPickVictim: the fullest replica whose agents the others can hold
+// under maxSessionsPerReplica, else the one that leaves the survivors
+// least full.
+func TestPickVictim(t *testing.T) {
+	for _, c := range []struct {
+		loads []int // sessions of replicas 3, 4, 5
+		want  int
+	}{
+		{[]int{3000, 2000, 1000}, 3},
+		{[]int{9000, 100, 5000}, 4},
+		{[]int{9300, 9300, 9300}, 3},
+	} {
+		r := &run{}
+		for k, n := range c.loads {
+			r.replicas = append(r.replicas, &replica{i: 3 + k})
+			for range n {
+				r.agents = append(r.agents, &agent{up: true, on: 3 + k})
+			}
+		}
+		r.replicas = append([]*replica{{i: 0, killed: true}}, r.replicas...)
+		v, survivors := r.pickVictim()
+		if v.i != c.want || len(survivors) != 2 {
+			t.Errorf("loads %v: killed %d with %d survivors, want %d with 2", c.loads, v.i, len(survivors), c.want)
+		}
+	}
+}
