@@ -115,7 +115,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 # The output is kept in BENCH_OUT; the table is printed even when a
 # benchmark failed (its rows say not measured), and make then fails. The many-agents run (bench/scale) is
 # sized by WIREKUBE_SCALE_AGENTS / WIREKUBE_SCALE_BURST (default 3,000 /
-# 300; the full run is 25,000 / 1,000, see docs/bridge.md#benchmark).
+# 300; the full run is 18,000 / 1,000 with -scale.on-review-throttled, see docs/bridge.md#benchmark).
 BENCH_OUT ?= $(BIN)/bench.out
 bench: nginx ## Fixed-workload benchmarks with ratios against a same-run baseline, then one table.
 	@mkdir -p $(BIN)

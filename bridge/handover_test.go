@@ -100,11 +100,13 @@ func TestDrainHoldsSessionsUntilAnotherReplicaIsReady(t *testing.T) {
 // TestDrainWithNoReplicaClosesAllAtTheEnd: when no other replica comes up
 // (the name does not resolve), every session stays open until the drain
 // timeout less the close margin (grace 0.5 s + 1 s), then all close at
-// once, before the cut.
+// once, before the cut, whatever --drain-rate says (set here to one a
+// second, which would take until 30.5 s).
 func TestDrainWithNoReplicaClosesAllAtTheEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := startBubble(t, func(o *Options) {
 			o.DrainTimeout = 30 * time.Second
+			o.DrainRate = 1
 			o.DrainPeers = "replicas.test"
 			o.ResolvePeers = func(context.Context, string) ([]string, error) {
 				return nil, errors.New("no such host")
@@ -141,6 +143,30 @@ func TestDrainWithAReplicaReadySpreadsAtOnce(t *testing.T) {
 		start := time.Now()
 		b.stop()
 		want := []time.Duration{0, 7500 * time.Millisecond, 15 * time.Second}
+		if got := closeTimes(t, at, 3, start); !slices.Equal(got, want) {
+			t.Errorf("sessions closed at %v after the drain began, want %v", got, want)
+		}
+	})
+}
+
+// TestDrainHandoverAtRate: with another replica ready, --drain-rate paces
+// the handover (two a second: 0, 0.5, 1 s) instead of the spread over half
+// the timeout.
+func TestDrainHandoverAtRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ready atomic.Bool
+		ready.Store(true)
+		b := startBubble(t, func(o *Options) {
+			o.DrainTimeout = 30 * time.Second
+			o.DrainRate = 2
+			o.DrainPeers = "replicas.test"
+			o.ResolvePeers = fakeReplicas(&ready)
+		})
+		b.srv.ownAddrs = ownAddr10001
+		at := drainCloses(t, b, 3)
+		start := time.Now()
+		b.stop()
+		want := []time.Duration{0, 500 * time.Millisecond, time.Second}
 		if got := closeTimes(t, at, 3, start); !slices.Equal(got, want) {
 			t.Errorf("sessions closed at %v after the drain began, want %v", got, want)
 		}

@@ -110,9 +110,11 @@ func boolInt(b bool) int {
 }
 
 // Drain makes /readyz fail and new upgrades get 503 draining at once, then
-// closes open sessions with 1001 in the order handover.go chooses: spread
-// over the first half of DrainTimeout when another replica can take them
-// (or --drain-peers is not set), kept open until one can otherwise. It
+// closes open sessions with 1001 in the order handover.go chooses: when
+// another replica can take them (or --drain-peers is not set), at
+// DrainRate a second or else spread over the first half of DrainTimeout,
+// so clients do not all reconnect at the same instant; kept open until a
+// replica can take them otherwise. It
 // returns when the last session is gone or DrainTimeout has passed (then
 // the remaining connections are cut). Calling it again waits again.
 func (s *Server) Drain() {
@@ -129,7 +131,7 @@ func (s *Server) Drain() {
 	}
 	open, idle := s.openSessions()
 	s.logDrain(mode, len(open))
-	spread := s.cfg.DrainTimeout / 2
+	spread, rate := s.cfg.DrainTimeout/2, s.cfg.DrainRate
 	if mode == drainHold && len(open) > 0 {
 		margin := s.holdMargin()
 		release := time.NewTimer(s.cfg.DrainTimeout - time.Since(start) - margin)
@@ -138,12 +140,14 @@ func (s *Server) Drain() {
 		if found {
 			spread = min(spread, max(s.cfg.DrainTimeout-time.Since(start)-margin, 0))
 		} else {
-			spread = 0 // nowhere to go: close all as late as the handshake allows
+			// Nowhere to go: close all as late as the handshake allows;
+			// no pace either, the timeout is near.
+			spread, rate = 0, 0
 		}
 		s.log.Info("drain hold over", slog.Bool("replica_ready", found), slog.Duration("held", time.Since(start)))
 		open, idle = s.openSessions()
 	}
-	s.closeSpread(open, spread, idle, deadline.C)
+	s.closeSpread(open, spread, rate, idle, deadline.C)
 }
 
 // openSessions returns the open sessions and the channel closed when none
@@ -158,14 +162,13 @@ func (s *Server) openSessions() ([]*session, <-chan struct{}) {
 	return open, s.idleLocked()
 }
 
-// closeSpread closes open with 1001 draining, evenly over spread (the
-// first at once, the last at spread), then waits for the sessions to end
-// or for deadline, which cuts what is left.
-func (s *Server) closeSpread(open []*session, spread time.Duration, idle <-chan struct{}, deadline <-chan time.Time) {
-	var step time.Duration
-	if len(open) > 1 {
-		step = spread / time.Duration(len(open)-1)
-	}
+// closeSpread closes open with 1001 draining, one every drainStep (the
+// first at once), then waits for the sessions to end or for deadline,
+// which cuts what is left.
+func (s *Server) closeSpread(open []*session, spread time.Duration, rate float64, idle <-chan struct{}, deadline <-chan time.Time) {
+	step := drainStep(len(open), spread, rate)
+	s.metrics.drainPending.Set(float64(len(open)))
+	defer s.metrics.drainPending.Set(0)
 	tick := time.NewTicker(max(step, time.Nanosecond))
 	defer tick.Stop()
 	for i, sess := range open {
@@ -179,12 +182,27 @@ func (s *Server) closeSpread(open []*session, spread time.Duration, idle <-chan 
 			}
 		}
 		sess.end(closeWith(websocket.CloseGoingAway, contract.CloseDraining, nil))
+		s.metrics.drainPending.Set(float64(len(open) - i - 1))
 	}
 	select {
 	case <-idle:
 	case <-deadline:
 		s.cut()
 	}
+}
+
+// drainStep is the pause between two closes of a drain of n sessions:
+// 1/rate when a rate is set (the other replicas admit the moved agents at
+// about that pace), else spread (the window the closes may take) over
+// them. A zero spread without a rate closes all at once.
+func drainStep(n int, spread time.Duration, rate float64) time.Duration {
+	if rate > 0 {
+		return time.Duration(float64(time.Second) / rate)
+	}
+	if n > 1 {
+		return spread / time.Duration(n-1)
+	}
+	return 0
 }
 
 // beginDrain makes /readyz fail and new upgrades get 503 draining, and

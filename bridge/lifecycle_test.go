@@ -195,3 +195,26 @@ func TestSessionDialCountsAsReady(t *testing.T) {
 		}
 	})
 }
+
+// TestDrainStep: the pause between two closes of a drain is 1/--drain-rate
+// when it is set, else the first half of --drain-timeout spread over the
+// sessions.
+func TestDrainStep(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		n       int
+		timeout time.Duration
+		rate    float64
+		want    time.Duration
+	}{
+		{"one session", 1, 30 * time.Second, 0, 0},
+		{"no rate: half the timeout spread", 301, 30 * time.Second, 0, 50 * time.Millisecond},
+		{"rate slower than the spread", 301, 30 * time.Second, 10, 100 * time.Millisecond},
+		{"rate faster than the spread", 301, 30 * time.Second, 200, 5 * time.Millisecond},
+		{"one session, rate", 1, 30 * time.Second, 4, 250 * time.Millisecond},
+	} {
+		if got := drainStep(c.n, c.timeout/2, c.rate); got != c.want {
+			t.Errorf("%s: step %s, want %s", c.name, got, c.want)
+		}
+	}
+}

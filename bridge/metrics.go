@@ -71,6 +71,7 @@ type metrics struct {
 	relayDial       *prometheus.HistogramVec
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
+	drainPending    prometheus.Gauge // sessions a drain has yet to close
 	recoveryMetrics
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
@@ -99,6 +100,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9)}, []string{"result"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "dropped_frames_total",
 			Help: "Client frames dropped without closing the session, by reason."}, []string{"reason"}),
+		drainPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_pending_sessions",
+			Help: "Sessions the drain in progress has yet to close (0 when not draining); paced by --drain-rate."}),
 	}
 	messages := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "messages_total",
 		Help: "Binary WebSocket messages by direction."}, []string{"direction"})
@@ -107,7 +110,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bytes_total",
 		Help: "Relay frame bytes (header included) by direction and type."}, []string{"direction", "type"})
 	if err := register(reg, m.sessionsActive, m.sessions, m.sessionDuration, m.rejects,
-		m.relayDial, m.dropped, messages, frames, bytes); err != nil {
+		m.relayDial, m.dropped, m.drainPending, messages, frames, bytes); err != nil {
 		return nil, err
 	}
 	if err := m.recoveryMetrics.init(reg); err != nil {
@@ -185,13 +188,16 @@ func registerStateMetrics(reg prometheus.Registerer, s *Server) error {
 	limit := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_limit",
 		Help: "The --max-sessions cap: beyond it upgrades get 503 at_capacity."})
 	limit.Set(float64(s.cfg.MaxSessions))
+	drainRate := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_rate_limit",
+		Help: "The --drain-rate pace: sessions a drain closes per second (0: spread over half of --drain-timeout)."})
+	drainRate.Set(s.cfg.DrainRate)
 	backoffLen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "key_mismatch_backoff_identities",
 		Help: "Identities remembered by the key-mismatch backoff (bounded LRU)."},
 		func() float64 { return float64(s.backoff.len()) })
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "peers_active",
 		Help: "WireKubePeers with at least one admitted request (per-peer limits)."},
 		func() float64 { return float64(s.peers.len()) })
-	return register(reg, limit, backoffLen, peers)
+	return register(reg, limit, drainRate, backoffLen, peers)
 }
 
 // dialMetrics count the relay dialer's steps (relaydial.go). The whole

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -67,6 +68,13 @@ type Options struct {
 	// (handover.go). Empty (the default): the closes are spread over the
 	// first half of DrainTimeout whatever else is running.
 	DrainPeers string
+	// DrainRate is how many sessions a drain closes per second, so the
+	// agents it moves arrive no faster than the other replicas can admit
+	// them (their TokenReview rate: every moved agent costs one there).
+	// Default 0: the closes are spread over the first half of DrainTimeout.
+	// Danger: sessions still open when DrainTimeout ends are cut at once;
+	// keep DrainTimeout above sessions / DrainRate.
+	DrainRate float64
 	// LogFormat is json or text. Default json.
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
@@ -140,6 +148,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.DrainPeers, "drain-peers", o.DrainPeers, "DNS name of the ready replicas (headless Service); with it a drain keeps sessions open until another replica is ready; empty: spread the closes over half of --drain-timeout")
+	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "sessions a drain closes per second (0: spread over half of --drain-timeout)")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, logging.FormatUsage)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, logging.LevelUsage)
 	o.RevocationOptions.AddFlags(fs)
@@ -183,6 +192,9 @@ func (o *Options) Validate() error {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s: must be positive, got %s", d.flag, d.v))
 		}
+	}
+	if o.DrainRate < 0 || math.IsNaN(o.DrainRate) || math.IsInf(o.DrainRate, 0) {
+		errs = append(errs, fmt.Errorf("--drain-rate: want a finite rate >= 0, got %v", o.DrainRate))
 	}
 	if o.MaxSessions < 1 {
 		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))

@@ -59,6 +59,9 @@ type Authorizer struct {
 	// signer signs relay allows (signing.go): a per-start key until Run
 	// installs the configured one.
 	signer identitySigner
+	// after holds the follow-up reviews of --on-review-throttled=review-after
+	// (reviewafter.go); nil under deny.
+	after *reviewAfter
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -98,6 +101,11 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: d.Events,
 		now: d.Now}
+	if cfg.onThrottled == ThrottledReviewAfter {
+		if a.after, err = newReviewAfter(cfg.afterPending, d.Registry, d.Now); err != nil {
+			return nil, fmt.Errorf("extauthz metrics: %w", err)
+		}
+	}
 	kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
 	a.signer.cur.Store(kr.signer)
 	return a, nil
@@ -133,6 +141,7 @@ func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, clien
 		slog.String("path", logPath(req.Target)),
 		slog.Bool("cache_hit", d.CacheHit),
 		slog.Bool("offline", d.Offline),
+		slog.Bool("review_owed", d.ReviewOwed),
 		slog.String("detail", d.Detail),
 		slog.Duration("latency", elapsed),
 	)

@@ -36,6 +36,8 @@ type Config struct {
 	onUnavailable  string
 	offlineWindow  time.Duration
 	maxReviewWait  time.Duration
+	onThrottled    string
+	afterPending   int
 	reviewQPS      float64
 	reviewBurst    int
 	// The revocation Watch listener (revocation_options.go).
@@ -77,6 +79,8 @@ func (o *Options) Complete() (*Config, error) {
 		onUnavailable:    o.OnReviewUnavailable,
 		offlineWindow:    o.OfflineWindow,
 		maxReviewWait:    o.MaxReviewWait,
+		onThrottled:      o.OnReviewThrottled,
+		afterPending:     o.ReviewAfterMaxPending,
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,

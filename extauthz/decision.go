@@ -73,6 +73,9 @@ type Decision struct {
 	// Offline reports a decision made without TokenReview
 	// (--on-review-unavailable=verify-offline).
 	Offline bool
+	// ReviewOwed reports an allow made before its TokenReview
+	// (--on-review-throttled=review-after): the review follows.
+	ReviewOwed bool
 	// Detail names the local verification check that failed, for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
@@ -212,6 +215,10 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		// probe the API; the others need not wait for it to fail.
 		rv, offline, reason = a.reviewOffline(claims, reason)
 	}
+	owed := false // review-after: admitted on the claims, the TokenReview follows
+	if reason == contract.ReasonReviewThrottled {
+		rv, owed, reason = a.reviewThrottledAfter(claims, kind, reason)
+	}
 	if reason == "" {
 		reason = checkReview(&rv, token, a.cfg.audience)
 	}
@@ -229,8 +236,12 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		if d.Allowed() && !probeOnly(req.Subprotocols) {
 			d = a.checkKeyHolder(d)
 		}
+		if owed {
+			d = a.oweReview(d, k, token, exp, ver, &rv)
+		}
 	}
 	d.CacheHit, d.Offline = hit, offline
+	d.ReviewOwed = owed && d.Allowed()
 	d.Identity = rv.username
 	return d
 }

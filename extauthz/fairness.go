@@ -101,8 +101,14 @@ func newReviewGate(qps float64, burst, slots int, maxWait time.Duration) *review
 // who. On success the caller must call release once its TokenReview
 // returned.
 func (g *reviewGate) enter(ctx context.Context, who string) (release func(), err error) {
+	return g.enterWithin(ctx, who, g.maxWait)
+}
+
+// enterWithin is enter with a wait of at most maxWait instead of the
+// gate's (a follow-up review waits longer than a check).
+func (g *reviewGate) enterWithin(ctx context.Context, who string, maxWait time.Duration) (release func(), err error) {
 	now := time.Now()
-	budget := g.maxWait
+	budget := maxWait
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, dl.Sub(now))
 	}

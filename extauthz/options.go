@@ -129,6 +129,8 @@ func DefaultOptions() Options {
 			OnReviewUnavailable:    UnavailableDeny,
 			OfflineWindow:          5 * time.Minute,
 			MaxReviewWait:          500 * time.Millisecond,
+			OnReviewThrottled:      ThrottledDeny,
+			ReviewAfterMaxPending:  3000,
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),

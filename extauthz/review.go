@@ -201,7 +201,12 @@ func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp tim
 // only for the call), asks the API and caches the answer. Errors are never
 // cached.
 func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, error) {
-	release, err := r.gate.enter(ctx, ver.identity())
+	return r.fetchWithin(ctx, k, token, exp, ver, r.gate.maxWait)
+}
+
+// fetchWithin is fetch with a wait of at most wait for the review gate.
+func (r *reviewer) fetchWithin(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified, wait time.Duration) (review, error) {
+	release, err := r.gate.enterWithin(ctx, ver.identity(), wait)
 	if err != nil {
 		return review{}, err
 	}

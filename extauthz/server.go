@@ -101,6 +101,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		return fmt.Errorf("revocation metrics: %w", err)
 	}
 	authz.holders = hub // before any Check is served
+	authz.SetRevocationNotify(hub.Notify)
 	keyring, err := loadKeyring(cfg.signing)
 	if err == nil {
 		err = authz.installKeyring(keyring, cfg.signing) // before any Check is served
@@ -128,6 +129,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	in.Start(gctx)
 	defer in.Shutdown()
 	g.Go(func() error { return authz.RunKeys(gctx) })
+	g.Go(func() error { return authz.RunReviewAfter(gctx) })
 	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
 	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
 	if events != nil {

@@ -37,6 +37,21 @@ type VerifyOptions struct {
 	// token plus an in-flight slot; a check that would wait longer is
 	// answered review_throttled at once. Default 500ms.
 	MaxReviewWait time.Duration
+	// OnReviewThrottled is deny (default: a check the review gate cannot
+	// serve within MaxReviewWait is answered review_throttled) or
+	// review-after (admit a relay upgrade whose token verifies locally and
+	// whose Pod, Node and WireKubePeer the informers confirm, and make its
+	// TokenReview afterwards, in the gate's turn; the session is revoked,
+	// token_invalid, when that review refuses the token, names another
+	// identity or cannot be made). Danger: for the time the follow-up
+	// waits (at most ReviewAfterMaxPending / --kube-api-qps), a token
+	// kube-apiserver would refuse but whose objects still exist is on the
+	// relay.
+	OnReviewThrottled string
+	// ReviewAfterMaxPending bounds the follow-up TokenReviews waiting:
+	// beyond it a throttled check is answered review_throttled as with
+	// deny. Default 3000 (a minute of the default --kube-api-qps).
+	ReviewAfterMaxPending int
 }
 
 // AddFlags registers one flag per field on fs, with o's values as defaults.
@@ -47,6 +62,8 @@ func (o *VerifyOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.OnReviewUnavailable, "on-review-unavailable", o.OnReviewUnavailable, "deny, or verify-offline: admit locally verified and bound tokens while TokenReview is unreachable")
 	fs.DurationVar(&o.OfflineWindow, "offline-window", o.OfflineWindow, "longest verify-offline admission after TokenReview stopped answering")
 	fs.DurationVar(&o.MaxReviewWait, "max-review-wait", o.MaxReviewWait, "longest wait for a TokenReview rate token plus slot before review_throttled")
+	fs.StringVar(&o.OnReviewThrottled, "on-review-throttled", o.OnReviewThrottled, "deny, or review-after: admit a locally verified, informer-bound relay upgrade and review its token afterwards")
+	fs.IntVar(&o.ReviewAfterMaxPending, "review-after-max-pending", o.ReviewAfterMaxPending, "most follow-up TokenReviews waiting under review-after (beyond: review_throttled)")
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -68,5 +85,9 @@ func (o *VerifyOptions) Validate() error {
 	check(o.OnReviewUnavailable != UnavailableDeny && o.OnReviewUnavailable != UnavailableVerifyOffline,
 		"--on-review-unavailable: want %s or %s, got %q", UnavailableDeny, UnavailableVerifyOffline, o.OnReviewUnavailable)
 	check(o.OfflineWindow <= 0, "--offline-window: want > 0, got %s", o.OfflineWindow)
+	check(o.OnReviewThrottled != ThrottledDeny && o.OnReviewThrottled != ThrottledReviewAfter,
+		"--on-review-throttled: want %s or %s, got %q", ThrottledDeny, ThrottledReviewAfter, o.OnReviewThrottled)
+	check(o.ReviewAfterMaxPending < 1 || o.ReviewAfterMaxPending > 1_000_000,
+		"--review-after-max-pending: want 1..1000000, got %d", o.ReviewAfterMaxPending)
 	return errors.Join(errs...)
 }

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -85,8 +88,9 @@ func RunGeneratorIfAsked() (bool, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // stdin closes when the parent is done
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	var gone goneFronts
+	go func() { // stdin: "gone N" lines, then EOF when the parent is done
+		gone.follow(os.Stdin)
 		cancel()
 	}()
 	w := &eventWriter{w: bufio.NewWriterSize(os.Stdout, 64<<10)}
@@ -101,7 +105,7 @@ func RunGeneratorIfAsked() (bool, error) {
 				break
 			}
 		}
-		wg.Go(func() { runAgent(ctx, a, spec.Fronts, tlsConf, w) })
+		wg.Go(func() { runAgent(ctx, a, spec.Fronts, &gone, tlsConf, w) })
 	}
 	wg.Wait()
 	w.flush()
@@ -116,8 +120,9 @@ const frontName = "relay.example.com"
 // (testagent.AgentPolicy: 1 s after a disconnect, doubling after each
 // failed dial up to 30 s; keepalives every 25 s), until ctx ends or its
 // session is revoked.
-func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Config, w *eventWriter) {
+func runAgent(ctx context.Context, a genAgent, fronts []string, gone *goneFronts, tlsConf *tls.Config, w *eventWriter) {
 	b := testagent.NewBackoff(testagent.AgentPolicy)
+	rnd := rand.New(rand.NewPCG(uint64(a.I), 0x5ca1e)) // owned by this agent's goroutine
 	last := testagent.Disconnected
 	for first := true; ctx.Err() == nil; first = false {
 		if !first && sleepCtx(ctx, b.Next(last)) != nil {
@@ -130,7 +135,10 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Con
 			HandshakeTimeout: testagent.AgentPolicy.HandshakeTimeout,
 			NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var errs []error
-				for _, r := range dialOrder(a, len(fronts)) {
+				for _, r := range dialOrder(a, len(fronts), rnd) {
+					if gone.has(r) {
+						continue // no longer an endpoint of the Service
+					}
 					c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", fronts[r])
 					if err == nil {
 						replica = r
@@ -145,7 +153,7 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, tlsConf *tls.Con
 		c, err := testagent.Dial(dctx, o, a.Key)
 		cancel()
 		if err != nil {
-			status, reason := 0, "-"
+			status, reason := 0, transportReason(err)
 			var de *testagent.DialError
 			if errors.As(err, &de) {
 				status, reason = de.Status, cmpOr(de.Reason, "-")
@@ -193,16 +201,62 @@ func serveAgent(c *testagent.Conn, key relayproto.Key, w *eventWriter, i, replic
 	}
 }
 
-// dialOrder is the agent's replica first, then the others in an order
-// that differs between agents, so the agents of a lost replica spread over
-// the rest as a Service's endpoints would take them.
-func dialOrder(a genAgent, n int) []int {
+// dialOrder is the agent's replica first, then the others in a random
+// order drawn per dial: a Service's endpoints are picked at random, and
+// the fronts that are gone refuse the connection (as an endpoint removed
+// from the Service would never be picked), so a lost or drained replica's
+// agents spread evenly over the replicas still there.
+func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 	order := []int{a.Replica}
-	for k := range n - 1 {
-		off := (a.I/n + k) % (n - 1)
-		order = append(order, (a.Replica+1+off)%n)
+	for _, k := range rnd.Perm(n - 1) {
+		order = append(order, (a.Replica+1+k)%n)
 	}
 	return order
+}
+
+// goneFronts are the fronts the parent said are no longer endpoints of
+// the Service (a Pod terminating: its front still carries its open
+// sessions while its bridge drains, but gets no new connection). Safe for
+// concurrent use.
+type goneFronts struct{ mask atomic.Uint64 }
+
+func (g *goneFronts) has(i int) bool { return g.mask.Load()&(1<<uint(i)) != 0 }
+
+// follow reads "gone N" lines from r until it ends.
+func (g *goneFronts) follow(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if n, ok := strings.CutPrefix(sc.Text(), "gone "); ok {
+			if i, err := strconv.Atoi(n); err == nil && i >= 0 && i < 64 {
+				for {
+					old := g.mask.Load()
+					if g.mask.CompareAndSwap(old, old|1<<uint(i)) {
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// transportReason names a dial that got no HTTP answer: every front
+// refused the connection, the handshake timed out (the agent's 10 s), or
+// the connection was closed or reset before the answer.
+func transportReason(err error) string {
+	var ne net.Error
+	// A dial tries every front: refusals by the fronts that are gone come
+	// with whatever ended the dial, so they count only when nothing else
+	// did.
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "timeout"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE):
+		return "closed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connect_refused"
+	}
+	return "other"
 }
 
 func cmpOr(s, def string) string {
@@ -302,6 +356,13 @@ func startGenerator(specPath string, on func(event)) (*generator, error) {
 }
 
 func (g *generator) pid() int { return g.cmd.Process.Pid }
+
+// endpointGone tells the generator front i is no longer a Service
+// endpoint.
+func (g *generator) endpointGone(i int) error {
+	_, err := fmt.Fprintf(g.stdin, "gone %d\n", i)
+	return err
+}
 
 // stop closes the generator's stdin (its agents close) and waits for it.
 func (g *generator) stop() {

@@ -48,9 +48,9 @@ const (
 )
 
 func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]string, dir, repo, kubeconfig string,
-	i int, cert, key string) (*replica, error) {
-	r := &replica{i: i}
-	addrs := []*string{&r.relayAddr, &r.grpc, &r.http, &r.metrics, &r.bridgeAddr, &r.bridgeMetrics, &r.front}
+	i int, front, cert, key string, extauthzArgs, bridgeArgs []string) (*replica, error) {
+	r := &replica{i: i, front: front}
+	addrs := []*string{&r.relayAddr, &r.grpc, &r.http, &r.metrics, &r.bridgeAddr, &r.bridgeMetrics}
 	for _, a := range addrs {
 		var err error
 		if *a, err = stack.FreeAddr(); err != nil {
@@ -69,21 +69,21 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 		return nil, err
 	}
 	sock, secret := "unix:"+filepath.Join(revDir, "revocation.sock"), filepath.Join(revDir, "secret")
-	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"],
-		"--grpc-listen="+r.grpc, "--http-listen="+r.http, "--metrics-listen="+r.metrics,
-		"--revocation-listen="+sock, "--revocation-secret-file="+secret,
-		"--identity-keys-file="+filepath.Join(revDir, "identity-keys"),
-		"--kubeconfig="+kubeconfig, "--log-format=json", "--log-level=warn"); err != nil {
+	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"], append([]string{
+		"--grpc-listen=" + r.grpc, "--http-listen=" + r.http, "--metrics-listen=" + r.metrics,
+		"--revocation-listen=" + sock, "--revocation-secret-file=" + secret,
+		"--identity-keys-file=" + filepath.Join(revDir, "identity-keys"),
+		"--kubeconfig=" + kubeconfig, "--log-format=json", "--log-level=warn"}, extauthzArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := stack.WaitFor(ctx, r.extauthz, 2*time.Minute, stack.HTTPOK("http://"+r.metrics+"/readyz")); err != nil {
 		return nil, fmt.Errorf("extauthz %d: %w", i, err)
 	}
-	if r.bridge, err = procs.Start(name("bridge"), bins["wirekube-bridge"],
-		"--listen="+r.bridgeAddr, "--metrics-listen="+r.bridgeMetrics, "--relay-addr="+r.relayAddr,
-		"--revocation-addr="+sock, "--revocation-secret-file="+secret,
-		"--identity-keys-file="+filepath.Join(revDir, "identity-keys"), "--max-sessions="+strconv.Itoa(maxSessionsPerReplica),
-		"--log-format=json", "--log-level=warn"); err != nil {
+	if r.bridge, err = procs.Start(name("bridge"), bins["wirekube-bridge"], append([]string{
+		"--listen=" + r.bridgeAddr, "--metrics-listen=" + r.bridgeMetrics, "--relay-addr=" + r.relayAddr,
+		"--revocation-addr=" + sock, "--revocation-secret-file=" + secret,
+		"--identity-keys-file=" + filepath.Join(revDir, "identity-keys"), "--max-sessions=" + strconv.Itoa(maxSessionsPerReplica),
+		"--log-format=json", "--log-level=warn"}, bridgeArgs...)...); err != nil {
 		return nil, err
 	}
 	if err := stack.WaitFor(ctx, r.bridge, 2*time.Minute, stack.HTTPOK("http://"+r.bridgeMetrics+"/readyz")); err != nil {

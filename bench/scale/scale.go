@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/wirekube/relay-ws/extauthz"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/render"
 	"github.com/wirekube/relay-ws/internal/test/stack"
@@ -38,13 +39,18 @@ import (
 
 // Config is the workload.
 type Config struct {
-	Agents     int           // live registered sessions in total
-	Replicas   int           // gateway replicas
-	Burst      int           // Pods deleted in one burst
-	PerGen     int           // agents per generator process (one descriptor each)
-	Rate       float64       // agents started per second at the start, all generators together
-	Settle     time.Duration // bound of each wait for agents
-	RestWindow time.Duration // CPU at rest is measured over this window
+	Agents    int     // live registered sessions in total
+	Replicas  int     // gateway replicas
+	ReviewQPS float64 // each extauthz's --kube-api-qps (the TokenReview rate)
+	DrainRate float64 // each bridge's --drain-rate during the rolling update
+	// OnReviewThrottled is each extauthz's --on-review-throttled (deny,
+	// the default, or review-after).
+	OnReviewThrottled string
+	Burst             int           // Pods deleted in one burst
+	PerGen            int           // agents per generator process (one descriptor each)
+	Rate              float64       // agents started per second at the start, all generators together
+	Settle            time.Duration // bound of each wait for agents
+	RestWindow        time.Duration // CPU at rest is measured over this window
 }
 
 // Environment variables that size the run (`make bench` uses the
@@ -55,27 +61,48 @@ const (
 )
 
 // DefaultConfig is `make bench`'s size, or the sizes EnvAgents and EnvBurst
-// name (the full run: 25,000 and 1,000).
+// name (the full run: 18,000 and 1,000).
 func DefaultConfig() (Config, error) {
-	c := Config{Agents: 3000, Replicas: 3, Burst: 300, PerGen: 6500, Rate: 120, RestWindow: 10 * time.Second}
+	agents, burst := 3000, 300
 	for _, v := range []struct {
 		env string
 		dst *int
-	}{{EnvAgents, &c.Agents}, {EnvBurst, &c.Burst}} {
+	}{{EnvAgents, &agents}, {EnvBurst, &burst}} {
 		if s := os.Getenv(v.env); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 || n > 30000 {
-				return c, fmt.Errorf("%s=%q: want a count in 1..30000", v.env, s)
+				return Config{}, fmt.Errorf("%s=%q: want a count in 1..30000", v.env, s)
 			}
 			*v.dst = n
 		}
 	}
+	return SizedConfig(agents, burst)
+}
+
+// SizedConfig is the workload of agents agents and a burst of burst Pod
+// deletions. The drained bridges close sessions at half the TokenReview
+// rate of the replicas left serving (Replicas-1 old and the new one), so
+// that the moved agents arrive at no more than a replica's share of it
+// even when the Service sends most of them to one replica.
+func SizedConfig(agents, burst int) (Config, error) {
+	c := Config{Agents: agents, Replicas: 3, Burst: burst, PerGen: 6500, Rate: 120, RestWindow: 10 * time.Second,
+		ReviewQPS: extauthz.DefaultOptions().KubeAPIQPS, OnReviewThrottled: extauthz.ThrottledDeny}
+	c.DrainRate = c.ReviewQPS * float64(c.Replicas) / 2
+	if agents < 1 || agents > 30000 {
+		return c, fmt.Errorf("agents: want a count in 1..30000, got %d", agents)
+	}
 	// Each wait is bounded: five minutes beyond the ramp.
 	c.Settle = 5*time.Minute + time.Duration(float64(c.Agents)/c.Rate*float64(time.Second))
-	if c.Burst > c.Agents/2 {
-		return c, fmt.Errorf("%s=%d: at most half of the %d agents", EnvBurst, c.Burst, c.Agents)
+	if c.Burst < 1 || c.Burst > c.Agents/2 {
+		return c, fmt.Errorf("burst: want 1 to half of the %d agents, got %d", c.Agents, c.Burst)
 	}
 	return c, nil
+}
+
+// drainTimeout is each bridge's --drain-timeout: time for every agent to
+// be closed at DrainRate, plus a margin, so no session is cut.
+func (c Config) drainTimeout() time.Duration {
+	return time.Duration(float64(c.Agents)/c.DrainRate*float64(time.Second)) + 30*time.Second
 }
 
 // agentSA is the agent DaemonSet's ServiceAccount (extauthz's default
@@ -107,12 +134,23 @@ type run struct {
 	client   kubernetes.Interface
 	replicas []*replica
 	gens     []*generator
+	// fronts are the TLS front addresses of every replica the run may
+	// start (the first Replicas, then one per rolling-update step); the
+	// generators know them all, as a Service's clients reach whatever
+	// endpoints it has.
+	fronts []string
+	certs  [2]string // the fronts' certificate and key files
+	bins   map[string]string
+	procs  *stack.Procs
+	repo   string
+	kcfg   string // extauthz's kubeconfig
 
 	mu     sync.Mutex
 	agents []*agent
 	fails  map[string]int // dial failures by "status reason" since failsSince
-	// failsSince: only dial failures after it count (the kill scenario).
+	// failsSince: only dial failures after it count (the connect phase).
 	failsSince time.Time
+	phase      *phase // the scenario being recorded, if any
 }
 
 // Run runs the whole benchmark and returns its figures.
@@ -131,7 +169,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, out: out, dir: dir, fails: map[string]int{}}
+	r := &run{cfg: cfg, out: out, dir: dir, fails: map[string]int{}, procs: procs}
 	defer func() {
 		for _, g := range r.gens {
 			g.stop()
@@ -155,6 +193,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 		return nil, err
 	}
 	if err := r.burst(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := r.roll(ctx, res); err != nil {
 		return nil, err
 	}
 	if err := r.kill(ctx, res); err != nil {
@@ -216,6 +257,7 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 	if err != nil {
 		return err
 	}
+	r.bins, r.repo, r.kcfg = bins, repo, kubeconfig
 	ca, err := stack.NewCA("wirekube-scale-front-ca")
 	if err != nil {
 		return err
@@ -231,13 +273,32 @@ func (r *run) setup(ctx context.Context, procs *stack.Procs) error {
 	if err := os.WriteFile(filepath.Join(r.dir, "front-ca.crt"), ca.CertPEM, 0o644); err != nil {
 		return err
 	}
-	for i := range r.cfg.Replicas {
-		rep, err := startReplica(ctx, procs, bins, r.dir, repo, kubeconfig, i, cert, key)
+	r.certs = [2]string{cert, key}
+	for range 2 * r.cfg.Replicas {
+		a, err := stack.FreeAddr()
 		if err != nil {
 			return err
 		}
-		r.replicas = append(r.replicas, rep)
+		r.fronts = append(r.fronts, a)
 	}
+	for range r.cfg.Replicas {
+		if err := r.startReplica(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startReplica starts the next replica on its front address.
+func (r *run) startReplica(ctx context.Context) error {
+	i := len(r.replicas)
+	rep, err := startReplica(ctx, r.procs, r.bins, r.dir, r.repo, r.kcfg, i, r.fronts[i], r.certs[0], r.certs[1],
+		[]string{"--on-review-throttled=" + r.cfg.OnReviewThrottled},
+		[]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String()})
+	if err != nil {
+		return err
+	}
+	r.replicas = append(r.replicas, rep)
 	return nil
 }
 
@@ -290,10 +351,7 @@ func (r *run) connect(ctx context.Context, res *Result) error {
 		lim.Cur = lim.Max // the generators inherit it
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	}
-	fronts := make([]string, len(r.replicas))
-	for i, rep := range r.replicas {
-		fronts[i] = rep.front
-	}
+	fronts := r.fronts
 	start := time.Now()
 	r.mu.Lock()
 	r.failsSince = start // refusals while connecting, for the error below
@@ -338,6 +396,9 @@ func (r *run) onEvent(ev event) {
 		return
 	}
 	a := r.agents[ev.agent]
+	if r.phase != nil {
+		r.phase.onEvent(ev)
+	}
 	switch ev.kind {
 	case evUp:
 		a.up, a.upAt = true, ev.at
@@ -547,10 +608,11 @@ func (r *run) burst(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// kill SIGKILLs replica 0's nginx, extauthz and bridge (the Pod) and waits
-// until every agent it had is admitted on the others.
+// kill SIGKILLs one live replica's nginx, extauthz and bridge (the Pod)
+// and waits until every agent it had is admitted on the others.
 func (r *run) kill(ctx context.Context, res *Result) error {
-	victim := r.replicas[0]
+	victim, survivors := r.pickVictim()
+	fmt.Fprintf(r.out, "scale: SIGKILL replica %d (%d sessions)\n", victim.i, r.count(func(a *agent) bool { return a.up && a.on == victim.i }))
 	var moved []int
 	r.mu.Lock()
 	for i, a := range r.agents {
@@ -560,7 +622,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	}
 	r.mu.Unlock()
 	reviews0 := map[int]float64{}
-	for _, rep := range r.replicas[1:] {
+	for _, rep := range survivors {
 		v, err := metric(ctx, rep.metrics, "wirekube_extauthz_token_reviews_total")
 		if err != nil {
 			return err
@@ -570,10 +632,11 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	for _, p := range r.allProcs() {
 		_ = procfs.ResetPeak(p.pid)
 	}
-	killAt := time.Now()
-	r.mu.Lock()
-	r.failsSince, r.fails = killAt, map[string]int{}
-	r.mu.Unlock()
+	ph, err := r.beginPhase(ctx)
+	if err != nil {
+		return err
+	}
+	killAt := ph.start
 	for _, p := range []*stack.Proc{victim.nginx, victim.extauthz, victim.bridge} {
 		if err := p.Signal(syscall.SIGKILL); err != nil {
 			return err
@@ -599,7 +662,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 	// are full (--max-sessions) and the rest are refused at_capacity.
 	const stallAfter = 45 * time.Second
 	lastN, lastProgress := 0, time.Now()
-	err := r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
+	err = r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
 		n, _ := readmitted()
 		if n != lastN {
 			lastN, lastProgress = n, time.Now()
@@ -614,7 +677,7 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 		k.LastAdmission = lastUp.Sub(killAt)
 	}
 	k.TimedOut = err != nil
-	for _, rep := range r.replicas[1:] {
+	for _, rep := range survivors {
 		v, err := metric(ctx, rep.metrics, "wirekube_extauthz_token_reviews_total")
 		if err != nil {
 			return err
@@ -630,10 +693,58 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 			k.Peak[p.name] = v
 		}
 	}
-	r.mu.Lock()
-	k.Fails = maps(r.fails)
-	r.mu.Unlock()
+	if k.Phase, err = r.endPhase(ctx, ph); err != nil {
+		return err
+	}
+	k.Phase.LastBack, k.Phase.ServingReplicas = k.LastAdmission, len(survivors)
+	k.Phase.ReviewRate = r.cfg.ReviewQPS * float64(len(survivors))
+	k.Phase.SessionsPerReplica0 = len(moved)
+	k.Fails = maps(k.Phase.Fails)
 	return nil
+}
+
+// pickVictim is the live replica with the most sessions whose agents,
+// split evenly over the others, the survivors can hold under this
+// machine's descriptor limit (maxSessionsPerReplica each; a loss beyond it
+// would measure at_capacity, not the admission path), else the one that
+// leaves the fullest survivor least full.
+func (r *run) pickVictim() (*replica, []*replica) {
+	load := map[int]int{}
+	r.mu.Lock()
+	for _, a := range r.agents {
+		if a.up {
+			load[a.on]++
+		}
+	}
+	r.mu.Unlock()
+	var live []*replica
+	for _, rep := range r.replicas {
+		if !rep.killed {
+			live = append(live, rep)
+		}
+	}
+	peakAfter := func(v *replica) int {
+		peak := 0
+		for _, s := range live {
+			if s != v {
+				peak = max(peak, load[s.i]+load[v.i]/(len(live)-1))
+			}
+		}
+		return peak
+	}
+	best := -1
+	for k, v := range live {
+		fits := peakAfter(v) <= maxSessionsPerReplica
+		switch {
+		case best < 0:
+			best = k
+		case fits && (peakAfter(live[best]) > maxSessionsPerReplica || load[v.i] > load[live[best].i]):
+			best = k
+		case !fits && peakAfter(live[best]) > maxSessionsPerReplica && peakAfter(v) < peakAfter(live[best]):
+			best = k
+		}
+	}
+	return live[best], append(slices.Clone(live[:best]), live[best+1:]...)
 }
 
 func maps(m map[string]int) map[string]int {

@@ -37,7 +37,9 @@ type Result struct {
 		TokenReviews       int           // on the surviving extauthz replicas
 		Peak               map[string]int64
 		Fails              map[string]int // refused dials after the kill, by "[status reason]"
+		Phase              PhaseResult    // the agents' moves, from the kill until the last was back
 	}
+	Roll PhaseResult // the rolling update of every replica
 
 	Steal              float64
 	Elapsed            time.Duration
@@ -125,6 +127,8 @@ func (r *Result) Rows() []benchrow.Row {
 			Baseline: fmt.Sprintf("%d agents moved", k.Agents), Ratio: ratio(float64(k.TokenReviews), float64(k.Agents)), Goal: "<= 1.0x",
 			Met: yesNo(k.Agents > 0 && k.TokenReviews <= k.Agents)},
 	}
+	rows = append(rows, r.phaseRows(r.Roll, false)...)
+	rows = append(rows, r.phaseRows(r.Kill.Phase, true)...)
 	for _, role := range []string{"nginx", "extauthz", "bridge", "relay", "generator", "kube-apiserver", "etcd"} {
 		rows = append(rows, r.processRow(role))
 	}
@@ -168,7 +172,11 @@ func (r *Result) processRow(role string) benchrow.Row {
 		before += r.Before[p.name]
 		rest += r.Rest[p.name]
 		cpu += r.RestCPU[p.name]
-		peak = max(peak, r.Kill.Peak[p.name])
+	}
+	for name, v := range r.Kill.Peak { // the survivors of the kill, whichever replicas they are
+		if strings.HasPrefix(name, role) && (len(name) == len(role) || name[len(role)] == '-') {
+			peak = max(peak, v)
+		}
 	}
 	row := benchrow.Row{Figure: processFigure(role), Goal: "-", Met: "-"}
 	if n == 0 {
@@ -188,8 +196,9 @@ func (r *Result) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "scale benchmark: real kube-apiserver + etcd; %d replicas (nginx TLS front with the shipped config, extauthz, bridge on "+
 		"its extauthz's revocation stream, each a process; a reference relay per replica); %d agents with Pod-bound tokens from %d generator "+
-		"processes (real agent backoff, keepalives every 25 s); run took %s; steal %.1f %%; load average %s at the start, %s at the end\n",
-		c.Replicas, c.Agents, r.Generators, r.Elapsed.Round(time.Second), 100*r.Steal, r.LoadStart, r.LoadEnd)
+		"processes (real agent backoff, keepalives every 25 s); extauthz --on-review-throttled=%s, bridge --drain-rate=%.0f; "+
+		"run took %s; steal %.1f %%; load average %s at the start, %s at the end\n",
+		c.Replicas, c.Agents, r.Generators, c.OnReviewThrottled, c.DrainRate, r.Elapsed.Round(time.Second), 100*r.Steal, r.LoadStart, r.LoadEnd)
 	fmt.Fprintf(w, "  connect: all %d admitted %s after the first generator started (ramp %.0f agents/s); sessions per replica at rest %v\n",
 		c.Agents, r.ConnectTime.Round(time.Second), c.Rate, r.Sessions)
 	benchrow.Table(w, r.Rows())
@@ -240,4 +249,81 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "NO"
+}
+
+// Figures of the two scenarios, by kind (literals: the docs/performance.md
+// test finds the figures by their literals).
+type phaseFigures struct{ offRelay, refused, reviews, api, last string }
+
+var (
+	rollFigures = phaseFigures{
+		offRelay: "scale: rolling update, time off the relay per move (p50, p99, max)",
+		refused:  "scale: rolling update, refused dials per move",
+		reviews:  "scale: rolling update, TokenReviews per move (kube-apiserver's count)",
+		api:      "scale: rolling update, kube-apiserver requests/s",
+		last:     "scale: rolling update, drain pace",
+	}
+	killFigures = phaseFigures{
+		offRelay: "scale: replica SIGKILLed, time off the relay per move (p50, p99, max)",
+		refused:  "scale: replica SIGKILLed, refused dials per moved agent",
+		reviews:  "scale: replica SIGKILLed, TokenReviews per moved agent (kube-apiserver's count)",
+		api:      "scale: replica SIGKILLed, kube-apiserver requests/s",
+		last:     "scale: replica SIGKILLed, last moved agent back vs its TokenReviews at the configured rate",
+	}
+)
+
+// phaseRows are a scenario's figures beside their goals (issue 32); every
+// value names the run's size and mode and the load and steal over the
+// scenario.
+func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
+	f := rollFigures
+	if kill {
+		f = killFigures
+	}
+	ctxt := fmt.Sprintf("%d agents, --on-review-throttled=%s; load %s -> %s, steal %.1f %%, %d SYNs dropped at full accept queues",
+		r.Config.Agents, r.Config.OnReviewThrottled, p.LoadStart, p.LoadEnd, 100*p.Steal, p.ListenOverflows)
+	off := benchrow.Row{Figure: f.offRelay,
+		Value:    fmt.Sprintf("%s, %s, %s over %d moves of %d agents (%s)", round(p.P50), round(p.P99), round(p.Max), p.Moves, p.Agents, ctxt),
+		Baseline: "agent's first retry 1 s", Ratio: ratio(p.P99.Seconds(), 1), Goal: "-", Met: "-"}
+	if !kill {
+		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.Pending == 0 && p.P99 < 5*time.Second)
+	}
+	// A rolling update moves an agent once per replica it lands on before
+	// that one is drained too: its costs are per move. A kill moves each
+	// agent once.
+	moved := p.Moves
+	if kill {
+		moved = p.Agents
+	}
+	per := func(v float64) string { return ratio(v, float64(moved)) }
+	refused := benchrow.Row{Figure: f.refused, Value: fmt.Sprintf("%d (%s)", p.Refused, failsText(p.Fails)),
+		Baseline: fmt.Sprintf("%d moves of %d agents", p.Moves, p.Agents), Ratio: per(float64(p.Refused)), Goal: "< 1",
+		Met: yesNo(moved > 0 && p.Refused < moved)}
+	reviews := benchrow.Row{Figure: f.reviews, Value: fmt.Sprintf("%.0f", p.TokenReviews),
+		Baseline: fmt.Sprintf("%d moves of %d agents", p.Moves, p.Agents), Ratio: per(p.TokenReviews), Goal: "<= 1.0",
+		Met: yesNo(moved > 0 && p.TokenReviews <= float64(moved))}
+	api := benchrow.Row{Figure: f.api, Value: fmt.Sprintf("%.1f/s over %s", p.APIRequests/p.Duration.Seconds(), round(p.Duration)),
+		Baseline: fmt.Sprintf("TokenReviews %.1f/s", p.TokenReviews/p.Duration.Seconds()), Ratio: "-", Goal: "-", Met: "-"}
+	if !kill {
+		return []benchrow.Row{off, refused, reviews, api, {Figure: f.last,
+			Value:    fmt.Sprintf("--drain-rate %.0f/s; drains of %s", p.DrainRate, p.Drains),
+			Baseline: fmt.Sprintf("TokenReview rate of the %d serving replicas %.0f/s", p.ServingReplicas, p.ReviewRate),
+			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"}}
+	}
+	need := time.Duration(float64(p.SessionsPerReplica0) / p.ReviewRate * float64(time.Second))
+	return []benchrow.Row{off, refused, reviews, api, {Figure: f.last, Value: fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
+		Baseline: fmt.Sprintf("%s: %d agents at %.0f/s (%d survivors)", round(need), p.SessionsPerReplica0, p.ReviewRate, p.ServingReplicas),
+		Ratio:    ratio(p.LastBack.Seconds(), need.Seconds()), Goal: "<= 1.2x",
+		Met: yesNo(need > 0 && p.Pending == 0 && p.LastBack.Seconds() <= 1.2*need.Seconds())}}
+}
+
+func failsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -114,3 +114,32 @@ func LoadAverage() string {
 	}
 	return "?"
 }
+
+// ListenOverflows is the machine's TcpExt ListenOverflows counter from
+// /proc/net/netstat: SYNs dropped because a listening socket's accept
+// queue was full (every process of the network namespace counts).
+func ListenOverflows() (int64, error) {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return 0, err
+	}
+	return parseNetstat(string(b), "TcpExt:", "ListenOverflows")
+}
+
+// parseNetstat finds field in the header line of prefix and returns the
+// value at the same place in the next line of prefix.
+func parseNetstat(text, prefix, field string) (int64, error) {
+	lines := strings.Split(text, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], prefix) || !strings.HasPrefix(lines[i+1], prefix) {
+			continue
+		}
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		for j, n := range names {
+			if n == field && j < len(values) {
+				return strconv.ParseInt(values[j], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("procfs: no %s %s", prefix, field)
+}

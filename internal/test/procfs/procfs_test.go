@@ -40,3 +40,18 @@ func TestReadsThisProcess(t *testing.T) {
 		t.Fatalf("MachineCPU = %+v, %v", m, err)
 	}
 }
+
+// TestParseNetstat reads a field of /proc/net/netstat's header-and-values
+// line pairs.
+func TestParseNetstat(t *testing.T) {
+	text := "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 4176 4180\nIpExt: InNoRoutes\nIpExt: 0\n"
+	if v, err := parseNetstat(text, "TcpExt:", "ListenOverflows"); err != nil || v != 4176 {
+		t.Errorf("ListenOverflows %d, %v; want 4176", v, err)
+	}
+	if _, err := parseNetstat(text, "TcpExt:", "NoSuchField"); err == nil {
+		t.Error("a missing field parsed")
+	}
+	if _, err := ListenOverflows(); err != nil {
+		t.Errorf("this machine's counter: %v", err)
+	}
+}

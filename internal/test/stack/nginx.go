@@ -39,7 +39,7 @@ const nginxProxyProtocolLines = "    #   set_real_ip_from  10.0.0.0/16;     # th
 // shipped file that the suite would silently not test fails here.
 func RenderNginxConfig(shipped string, o NginxOptions) (string, error) {
 	subs := []struct{ old, new string }{
-		{"listen 443 ssl;", "listen " + o.Listen + " ssl" + proxyProtocolParam(o) + ";"},
+		{"listen 443 ssl backlog=4096;", "listen " + o.Listen + " ssl backlog=4096" + proxyProtocolParam(o) + ";"},
 		{"/etc/nginx/tls/tls.crt", o.CertFile},
 		{"/etc/nginx/tls/tls.key", o.KeyFile},
 		{"server 127.0.0.1:9002;", "server " + o.ExtauthzHTTP + ";"},

@@ -28,7 +28,7 @@ func TestRenderNginxConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"listen 127.0.0.1:1 ssl;", "ssl_certificate     /c.crt;", "server 127.0.0.1:2;",
+	for _, want := range []string{"listen 127.0.0.1:1 ssl backlog=4096;", "ssl_certificate     /c.crt;", "server 127.0.0.1:2;",
 		"server 127.0.0.1:3 max_fails=1 fail_timeout=5s;", "/logs/nginx-relay-error.log crit;"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rendered config lacks %q", want)

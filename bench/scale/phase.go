@@ -1,0 +1,187 @@
+package scale
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wirekube/relay-ws/internal/test/procfs"
+)
+
+// phase is what the agents went through during one scenario (a rolling
+// update, a replica killed), recorded from the generators' events: every
+// move (a session that ended, then the agent's next admission) and every
+// refused dial, beside the API server's request counts and the machine's
+// load over the same interval.
+type phase struct {
+	start time.Time
+	fails map[string]int // refused dials by "[status reason]"
+	// offRelay is each move's time off the relay: the end of a session to
+	// the agent's next admission (echo back), both after start.
+	offRelay []time.Duration
+	moved    map[int]bool // agents whose session ended during the phase
+	down     map[int]time.Time
+
+	api0        apiCounts
+	overflows0  int64 // procfs.ListenOverflows at start
+	cpu0        procfs.CPUTimes
+	loadStart   string
+	end         time.Time
+	api1        apiCounts
+	cpu1        procfs.CPUTimes
+	loadEnd     string
+	pendingDown int // moved agents not back when the phase ended
+}
+
+// PhaseResult is a phase's figures.
+type PhaseResult struct {
+	Moves, Agents       int // sessions moved; distinct agents moved
+	Pending             int // agents not back at the end
+	P50, P99, Max       time.Duration
+	Fails               map[string]int
+	Refused             int
+	TokenReviews        float64 // the API server's tokenreviews requests during the phase
+	APIRequests         float64 // all of the API server's requests during the phase
+	Duration            time.Duration
+	Steal               float64
+	LoadStart, LoadEnd  string
+	ReviewTime          time.Duration // the moved agents' TokenReviews at the configured rate of the replicas serving them
+	LastBack            time.Duration // phase start to the last admission of a moved agent
+	ReviewRate          float64       // TokenReviews/s the serving replicas may make (--kube-api-qps each)
+	ServingReplicas     int
+	DrainRate           float64 // --drain-rate of the drained bridges (0: none drained)
+	ListenOverflows     int64   // SYNs the machine dropped at a full accept queue during the phase
+	Drains              string  // the rolling update's drains: sessions closed and time each
+	SessionsPerReplica0 int     // sessions on the replica drained or killed first
+}
+
+// apiCounts are the API server's request counters (its /metrics).
+type apiCounts struct{ all, tokenReviews float64 }
+
+// beginPhase starts recording a phase (under r.mu).
+func (r *run) beginPhase(ctx context.Context) (*phase, error) {
+	api, err := r.apiCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpu, err := procfs.MachineCPU()
+	if err != nil {
+		return nil, err
+	}
+	overflows, err := procfs.ListenOverflows()
+	if err != nil {
+		return nil, err
+	}
+	p := &phase{start: time.Now(), fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{},
+		api0: api, overflows0: overflows, cpu0: cpu, loadStart: procfs.LoadAverage()}
+	r.mu.Lock()
+	r.phase = p
+	r.mu.Unlock()
+	return p, nil
+}
+
+// endPhase stops recording and returns the figures.
+func (r *run) endPhase(ctx context.Context, p *phase) (PhaseResult, error) {
+	r.mu.Lock()
+	r.phase = nil
+	p.end = time.Now()
+	p.pendingDown = len(p.down)
+	r.mu.Unlock()
+	var err error
+	if p.api1, err = r.apiCounts(ctx); err != nil {
+		return PhaseResult{}, err
+	}
+	if p.cpu1, err = procfs.MachineCPU(); err != nil {
+		return PhaseResult{}, err
+	}
+	p.loadEnd = procfs.LoadAverage()
+	overflows, err := procfs.ListenOverflows()
+	if err != nil {
+		return PhaseResult{}, err
+	}
+	res := PhaseResult{Moves: len(p.offRelay), Agents: len(p.moved), Pending: p.pendingDown, Fails: p.fails,
+		TokenReviews: p.api1.tokenReviews - p.api0.tokenReviews, APIRequests: p.api1.all - p.api0.all,
+		ListenOverflows: overflows - p.overflows0, Duration: p.end.Sub(p.start), Steal: procfs.StealShare(p.cpu0, p.cpu1), LoadStart: p.loadStart, LoadEnd: p.loadEnd}
+	for _, n := range p.fails {
+		res.Refused += n
+	}
+	if len(p.offRelay) > 0 {
+		s := slices.Clone(p.offRelay)
+		slices.Sort(s)
+		res.P50, res.P99, res.Max = quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
+	}
+	return res, nil
+}
+
+// quantile of sorted s by the nearest-rank method.
+func quantile(s []time.Duration, q float64) time.Duration {
+	k := int(q*float64(len(s)) + 0.999999999)
+	return s[min(max(k, 1), len(s))-1]
+}
+
+// onPhaseEvent records ev in the phase (under r.mu).
+func (p *phase) onEvent(ev event) {
+	if ev.at.Before(p.start) {
+		return
+	}
+	switch ev.kind {
+	case evDown:
+		p.moved[ev.agent] = true
+		p.down[ev.agent] = ev.at
+	case evUp:
+		if at, ok := p.down[ev.agent]; ok {
+			p.offRelay = append(p.offRelay, ev.at.Sub(at))
+			delete(p.down, ev.agent)
+		}
+	case evFail:
+		p.fails[fmt.Sprint(ev.fields)]++
+	}
+}
+
+// lastBack is the phase's last admission of a moved agent, since start.
+func (p *phase) lastBackLocked(agents []*agent) time.Duration {
+	var last time.Duration
+	for i := range p.moved {
+		if a := agents[i]; a.up && a.upAt.After(p.start) {
+			last = max(last, a.upAt.Sub(p.start))
+		}
+	}
+	return last
+}
+
+// apiCounts reads apiserver_request_total from the API server's /metrics:
+// every request, and those on tokenreviews.
+func (r *run) apiCounts(ctx context.Context) (apiCounts, error) {
+	b, err := r.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return apiCounts{}, fmt.Errorf("kube-apiserver /metrics: %w", err)
+	}
+	return parseAPICounts(b), nil
+}
+
+func parseAPICounts(b []byte) apiCounts {
+	var c apiCounts
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		c.all += v
+		if strings.Contains(line, `resource="tokenreviews"`) {
+			c.tokenReviews += v
+		}
+	}
+	return c
+}
