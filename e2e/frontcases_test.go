@@ -57,6 +57,7 @@ func (e *env) testFrontMatrix(t *testing.T) {
 			}
 		})
 	}
+	t.Run("idle_through_fronts", func(t *testing.T) { e.testIdleThroughFronts(t, m) })
 }
 
 // matrixAgent is a Pod-bound agent whose tokens the row tracks.

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +23,16 @@ import (
 // returns its exit code and report; a token in the report fails the test.
 func (e *env) runProbe(t *testing.T, args ...string) (int, probe.Result) {
 	t.Helper()
+	code, res, err := e.probeReport(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, res
+}
+
+// probeReport is runProbe for a goroutine: an error instead of t.Fatal (a
+// token in the output, or output that is not a JSON report).
+func (e *env) probeReport(args ...string) (int, probe.Result, error) {
 	var out, errb bytes.Buffer
 	err := probe.Command(context.Background(), append(args, "--output", "json", "--timeout", "5s"), &out, &errb)
 	e.mu.Lock()
@@ -28,14 +40,14 @@ func (e *env) runProbe(t *testing.T, args ...string) (int, probe.Result) {
 	e.mu.Unlock()
 	for _, tok := range tokens {
 		if bytes.Contains(out.Bytes(), []byte(tok)) || bytes.Contains(errb.Bytes(), []byte(tok)) {
-			t.Fatal("the probe printed a token")
+			return 0, probe.Result{}, errors.New("the probe printed a token")
 		}
 	}
 	var res probe.Result
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
-		t.Fatalf("probe output is not JSON (%v, exit %d): %s %s", jerr, probe.ExitCode(err), out.String(), errb.String())
+		return 0, res, fmt.Errorf("probe output is not JSON (%v, exit %d): %s %s", jerr, probe.ExitCode(err), out.String(), errb.String())
 	}
-	return probe.ExitCode(err), res
+	return probe.ExitCode(err), res, nil
 }
 
 func (e *env) frontCAFile(t *testing.T) string {
