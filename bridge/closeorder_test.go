@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,6 +54,32 @@ func TestDrainCloseFrameSurvivesReaderDeadline(t *testing.T) {
 		var ce *websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || ce.Text != "draining" {
 			t.Fatalf("client read: %v; want close 1001 %q", err, contract.CloseDraining)
+		}
+	})
+}
+
+// TestSessionEndLogsUnsentClose: when the close frame cannot be written
+// (here the write lock stays held past the close grace), the session end
+// line carries close_error besides the decided close_code.
+func TestSessionEndLogsUnsentClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := startBubble(t, nil)
+		b.register(t, testKey(1))
+		b.srv.mu.Lock()
+		sessions := slices.Collect(maps.Keys(b.srv.sessions))
+		b.srv.mu.Unlock()
+		sess := sessions[0]
+		sess.wlock.mu.Lock()
+		drained := make(chan struct{})
+		go func() { b.srv.Drain(); close(drained) }()
+		synctest.Wait()
+		time.Sleep(b.srv.closeGrace + time.Millisecond) // the bubble's clock: the close gives up
+		sess.wlock.mu.Unlock()
+		<-drained
+		logs := b.logs.String()
+		want := `"close_code":1001,"close_reason":"draining","close_error":"` + errWriteLockTimeout.Error() + `"`
+		if !strings.Contains(logs, want) {
+			t.Fatalf("logs lack %s:\n%s", want, logs)
 		}
 	})
 }

@@ -42,6 +42,9 @@ type session struct {
 	// zero if it is not: written by closeClient, read by the client reader
 	// only after inflight.Wait (lingerRead).
 	lingerUntil time.Time
+	// closeErr is why closeClient could not write the close frame: written
+	// by it, read by the teardown's log line after inflight.Wait.
+	closeErr error
 
 	// The relay -> client writer (writeframe.go): direct is the client
 	// socket when messages bypass gorilla's write buffer; wlock orders the
@@ -356,7 +359,8 @@ func (s *session) closeClient(ce *closeError) {
 	if ce.code != 0 {
 		grace := min(s.srv.cfg.WriteTimeout, s.srv.closeGrace)
 		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
-		if err := s.writeClose(msg, time.Now().Add(grace)); err == nil {
+		s.closeErr = s.writeClose(msg, time.Now().Add(grace))
+		if s.closeErr == nil {
 			s.lingerUntil = time.Now().Add(grace)
 			_ = s.ws.SetReadDeadline(s.lingerUntil)
 			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
