@@ -56,8 +56,11 @@ func (s *session) relayIdle(err error) error {
 // after the silence limit is the ping timeout, and one after end the
 // close grace: both are returned as they are.
 func (s *session) clientIdle(err error) error {
+	if s.ended() {
+		return s.lingerRead(err)
+	}
 	if !s.parkable || s.fromClient.raw == nil || !s.filter.registered ||
-		!errors.Is(err, os.ErrDeadlineExceeded) || s.ended() {
+		!errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
 	now := time.Now()
@@ -74,6 +77,23 @@ func (s *session) clientIdle(err error) error {
 		return nil // end has set the close grace or closed the connection
 	}
 	return s.ws.SetReadDeadline(earlier(silence, idleDeadline(s.lastRead, now)))
+}
+
+// lingerRead handles a client read error after end: nil to read on, else
+// err. A read deadline met then may be one set before end (the idle or
+// silence deadline) that passed while the close frame was still being
+// written; stopping would close the connection before the frame is out
+// (clientLoop) and skip the linger. So the reader waits for the closer
+// (inflight, see stop) and reads on while the close grace lasts.
+func (s *session) lingerRead(err error) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	s.inflight.Wait()
+	if time.Now().Before(s.lingerUntil) {
+		return nil // closeClient has set the read deadline to lingerUntil
+	}
+	return err
 }
 
 // silenceLimit is how long a registered client may send nothing.

@@ -38,6 +38,13 @@ type session struct {
 	// when they are dropped without decoding. Client reader only.
 	lingered  int
 	lingerRaw bool
+	// lingerUntil is the close grace's end once the close frame is out,
+	// zero if it is not: written by closeClient, read by the client reader
+	// only after inflight.Wait (lingerRead).
+	lingerUntil time.Time
+	// closeErr is why closeClient could not write the close frame: written
+	// by it, read by the teardown's log line after inflight.Wait.
+	closeErr error
 
 	// The relay -> client writer (writeframe.go): direct is the client
 	// socket when messages bypass gorilla's write buffer; wlock orders the
@@ -281,11 +288,12 @@ const lingerLimit = 256 << 10
 // concurrent use; later calls do nothing. It reports whether this call
 // ended the session (it was the first).
 func (s *session) end(ce *closeError) bool {
-	wake, ok := s.stop(ce, false)
+	wake, ok := s.stop(ce)
 	if !ok {
 		return false
 	}
 	s.closeClient(ce)
+	s.inflight.Done() // taken by stop
 	if wake {
 		go s.clientLoop()
 	}
@@ -299,7 +307,7 @@ func (s *session) end(ce *closeError) bool {
 // The close frame is written by a goroutine that the session's teardown
 // waits for (inflight), as for a timer's.
 func (s *session) endBehind(ce *closeError) bool {
-	wake, ok := s.stop(ce, true)
+	wake, ok := s.stop(ce)
 	if !ok {
 		return false
 	}
@@ -317,8 +325,12 @@ func (s *session) endBehind(ce *closeError) bool {
 // (ok false), stops the timers, releases a parked relay direction and
 // closes the relay connection. wake reports a parked client reader that
 // closeClient's caller must start once the close frame is written, so that
-// it lingers. With behind, one inflight is taken for the caller's closer.
-func (s *session) stop(ce *closeError, behind bool) (wake, ok bool) {
+// it lingers. It takes one inflight for the caller's closeClient, done
+// when that returns: the client reader sees the session ended from here on
+// and may stop (a read deadline, EOF), and its teardown closes the client
+// connection only after inflight, so never under a close frame being
+// written.
+func (s *session) stop(ce *closeError) (wake, ok bool) {
 	s.mu.Lock()
 	if s.result != nil {
 		s.mu.Unlock()
@@ -333,9 +345,7 @@ func (s *session) stop(ce *closeError, behind bool) (wake, ok bool) {
 	}
 	wake = s.clientParked // a client reader lingers or meets the closed socket
 	s.clientParked = false
-	if behind {
-		s.inflight.Add(1) // before the teardown can wait: the result was unset
-	}
+	s.inflight.Add(1) // before the teardown can wait: the result was unset
 	s.mu.Unlock()
 
 	_ = s.relay.Close()
@@ -349,8 +359,10 @@ func (s *session) closeClient(ce *closeError) {
 	if ce.code != 0 {
 		grace := min(s.srv.cfg.WriteTimeout, s.srv.closeGrace)
 		msg := websocket.FormatCloseMessage(ce.code, string(ce.reason))
-		if err := s.writeClose(msg, time.Now().Add(grace)); err == nil {
-			_ = s.ws.SetReadDeadline(time.Now().Add(grace))
+		s.closeErr = s.writeClose(msg, time.Now().Add(grace))
+		if s.closeErr == nil {
+			s.lingerUntil = time.Now().Add(grace)
+			_ = s.ws.SetReadDeadline(s.lingerUntil)
 			if cw, ok := s.ws.NetConn().(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite() // TCP and Unix sockets; nothing more is written
 			}

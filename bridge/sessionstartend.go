@@ -71,6 +71,9 @@ func (s *Server) logEnd(sess *session, ce *closeError) {
 	if ce.err != nil {
 		attrs = append(attrs, slog.String("error", ce.err.Error()))
 	}
+	if sess.closeErr != nil { // close_code was decided, but never reached the client
+		attrs = append(attrs, slog.String("close_error", sess.closeErr.Error()))
+	}
 	if ce.code == websocket.ClosePolicyViolation || ce.code == websocket.CloseMessageTooBig {
 		level = slog.LevelWarn
 	}
