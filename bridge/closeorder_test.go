@@ -73,7 +73,10 @@ func TestSessionEndLogsUnsentClose(t *testing.T) {
 		drained := make(chan struct{})
 		go func() { b.srv.Drain(); close(drained) }()
 		synctest.Wait()
-		time.Sleep(b.srv.closeGrace + time.Millisecond) // the bubble's clock: the close gives up
+		// The bubble's clock: past the latest close a spread drain makes
+		// (before its timeout) plus the grace, so the close has given up
+		// waiting for the lock.
+		time.Sleep(b.srv.cfg.DrainTimeout + b.srv.closeGrace + time.Millisecond)
 		sess.wlock.mu.Unlock()
 		<-drained
 		logs := b.logs.String()
