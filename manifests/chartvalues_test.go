@@ -97,7 +97,7 @@ func parseBridge(t *testing.T, args []string) bridge.Options {
 	return o
 }
 
-func parseExtauthz(t *testing.T, args []string) {
+func parseExtauthz(t *testing.T, args []string) extauthz.Options {
 	t.Helper()
 	o := extauthz.DefaultOptions()
 	fs := flag.NewFlagSet("wirekube-extauthz", flag.ContinueOnError)
@@ -110,6 +110,7 @@ func parseExtauthz(t *testing.T, args []string) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("wirekube-extauthz %v: %v", args, err)
 	}
+	return o
 }
 
 // TestRenderedArgsParse: the args of every chart shape and of each
@@ -463,5 +464,41 @@ func TestChartNotesNameAlertsBlindToAnnotations(t *testing.T) {
 	for _, monitor := range []string{"podMonitor", "serviceMonitor"} {
 		notes := renderNotes(t, "--set", "monitoring."+monitor+".enabled=true")
 		mustf(t, !strings.Contains(notes, "SCRAPING BY ANNOTATION"), "%s scrapes extauthz, NOTES still warn", monitor)
+	}
+}
+
+// TestChartMovedAgentValues: extauthz.onReviewThrottled and bridge.drainRate
+// reach the flags (parsed by the binaries' own flag sets), their defaults
+// leave the flags at the binaries' defaults, and the schema refuses a mode
+// extauthz does not have and a negative rate.
+func TestChartMovedAgentValues(t *testing.T) {
+	def := renderChart(t).deployment(t)
+	mustf(t, parseExtauthz(t, container(def, "extauthz").Args).OnReviewThrottled == "deny", "default --on-review-throttled is not deny")
+	mustf(t, parseBridge(t, container(def, "bridge").Args).DrainRate == 0, "default --drain-rate is not 0")
+	set := renderChart(t, "--set", "extauthz.onReviewThrottled=review-after,bridge.drainRate=75").deployment(t)
+	x := parseExtauthz(t, container(set, "extauthz").Args)
+	mustf(t, x.OnReviewThrottled == "review-after", "extauthz.onReviewThrottled=review-after: --on-review-throttled=%q", x.OnReviewThrottled)
+	b := parseBridge(t, container(set, "bridge").Args)
+	mustf(t, b.DrainRate == 75, "bridge.drainRate=75: --drain-rate=%v", b.DrainRate)
+	for bad, name := range map[string]string{"extauthz.onReviewThrottled=allow": "onReviewThrottled", "bridge.drainRate=-1": "drainRate"} {
+		_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", bad)
+		mustf(t, err != nil && strings.Contains(err.Error(), name), "%s: %v, want an error naming %s", bad, err, name)
+	}
+}
+
+// TestChartDrainFollowsTimeout: with bridge.drainTimeout raised to 2m, the
+// Pod still outlasts the drain: Envoy's preStop sleep covers the bridge's
+// preStop wait plus 120 s, and the grace period exceeds that sleep.
+func TestChartDrainFollowsTimeout(t *testing.T) {
+	for _, v := range []string{"bridge.drainTimeout=2m", "bridge.drainTimeout=1m59500ms"} {
+		d := renderChart(t, "--set", v).deployment(t)
+		e, br := container(d, "envoy"), container(d, "bridge")
+		mustf(t, e.Lifecycle != nil && e.Lifecycle.PreStop != nil && e.Lifecycle.PreStop.Sleep != nil &&
+			br.Lifecycle != nil && br.Lifecycle.PreStop != nil && br.Lifecycle.PreStop.Sleep != nil, "%s: a preStop sleep is missing", v)
+		mustf(t, e.Lifecycle.PreStop.Sleep.Seconds >= br.Lifecycle.PreStop.Sleep.Seconds+120,
+			"%s: envoy preStop %ds, the bridge waits %ds then drains 120 s", v, e.Lifecycle.PreStop.Sleep.Seconds, br.Lifecycle.PreStop.Sleep.Seconds)
+		g := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+		mustf(t, g != nil, "%s: no terminationGracePeriodSeconds", v)
+		mustf(t, *g > e.Lifecycle.PreStop.Sleep.Seconds, "%s: terminationGracePeriodSeconds %d, envoy sleeps %ds", v, *g, e.Lifecycle.PreStop.Sleep.Seconds)
 	}
 }

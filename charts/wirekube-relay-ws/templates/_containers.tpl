@@ -47,9 +47,10 @@ imagePullPolicy: {{ . }}
     periodSeconds: 10
     failureThreshold: 3
   lifecycle:
-    # Envoy does not drain upgraded connections: keep it up while the bridge closes every session.
+    # Envoy does not drain upgraded connections: keep it up while the bridge closes every session (the bridge's
+    # preStop wait plus bridge.drainTimeout).
     preStop:
-      sleep: {seconds: 35}
+      sleep: {seconds: {{ include "gw.drainSeconds" . }}}
   resources:
     {{- toYaml .Values.envoy.resources | nindent 4 }}
   {{- include "gw.securityContext" . | nindent 2 }}
@@ -81,6 +82,9 @@ imagePullPolicy: {{ . }}
   {{- end }}
   - --peer-namespace={{ $x.peerNamespace }}
   - --check-timeout={{ $x.checkTimeout }}
+  {{- if ne $x.onReviewThrottled "deny" }}
+  - --on-review-throttled={{ $x.onReviewThrottled }}
+  {{- end }}
   {{- if and $envoy (eq .Values.envoy.config "envoy-plaintext.yaml") }}
   {{- /* Envoy's xff_num_trusted_hops: 1 there (the TLS-terminating proxy in front appends the client): the logged
          client address is the entry before that proxy's (docs/extauthz.md#client-address). */}}
@@ -140,6 +144,9 @@ imagePullPolicy: {{ . }}
   - --relay-addr={{ $b.relayAddr }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
+  {{- if $b.drainRate }}
+  - --drain-rate={{ $b.drainRate }}
+  {{- end }}
   - --drain-peers={{ include "gw.name" . }}-replicas
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys

@@ -212,3 +212,20 @@ file exactly once (a renamed field fails the render instead of silently keeping 
 {{- end -}}
 {{- $s -}}
 {{- end -}}
+
+{{/* Whole seconds (rounded up) of a Go duration such as 30s, 1m30s or 500ms (the schema's duration pattern). */}}
+{{- define "gw.seconds" -}}
+{{- $scale := dict "ns" 1e-9 "us" 1e-6 "µs" 1e-6 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9.]+(ns|us|µs|ms|s|m|h)" . -1 -}}
+{{- $n := regexFind "^[0-9.]+" . -}}
+{{- $total = addf $total (mulf (float64 $n) (get $scale (trimPrefix $n .))) -}}
+{{- end -}}
+{{- ceil $total | int -}}
+{{- end -}}
+
+{{/* The bridge's drain from SIGTERM's arrival: its preStop wait (5 s, while the endpoint is removed) plus
+bridge.drainTimeout. Envoy's preStop sleep and the Pod's grace period follow it. */}}
+{{- define "gw.drainSeconds" -}}
+{{- add 5 (include "gw.seconds" .Values.bridge.drainTimeout) -}}
+{{- end -}}
