@@ -264,7 +264,17 @@ func TestRelayWaitEndsWith503AndBound(t *testing.T) {
 }
 
 func TestPeerLimitsBeforeTheUpgrade(t *testing.T) {
-	h := startBridge(t, func(o *Options) { o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 2, 1 })
+	// The replacement's Register ends the older session (1008
+	// session_replaced); it still counts until its client answers the close
+	// or the close grace (the shorter of closeGrace and --write-timeout)
+	// ends. This client never answers: a grace the test cannot outlast
+	// keeps both counted for the third dial (with the harness's 500 ms, a
+	// slow machine saw the third dial admitted).
+	h := startBridge(t, func(o *Options) {
+		o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 2, 1
+		o.WriteTimeout = time.Minute
+	})
+	h.srv.closeGrace = time.Minute
 	k := testKey(1)
 	unreg := h.dial(t, identity(k)) // upgraded, no Register yet
 	if r := tryDial(h.url, identity(k)); r.status != http.StatusTooManyRequests ||
