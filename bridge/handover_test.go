@@ -67,6 +67,21 @@ func closeTimes(t *testing.T, at <-chan time.Time, n int, start time.Time) []tim
 	return got
 }
 
+// startReplicaBubble is a bubble bridge at 127.0.0.1:10001 draining for
+// 30 s at rate (0: spread) whose --drain-peers answer names another
+// replica while ready holds.
+func startReplicaBubble(t *testing.T, ready *atomic.Bool, rate float64) *bubble {
+	t.Helper()
+	b := startBubble(t, func(o *Options) {
+		o.DrainTimeout = 30 * time.Second
+		o.DrainRate = rate
+		o.DrainPeers = "replicas.test"
+		o.ResolvePeers = fakeReplicas(ready)
+	})
+	b.srv.ownAddrs = ownAddr10001
+	return b
+}
+
 // TestDrainHoldsSessionsUntilAnotherReplicaIsReady: with --drain-peers and
 // only this Pod's own address in the answer, no session is closed; the
 // next poll after another replica appears starts the handover, spread over
@@ -74,12 +89,7 @@ func closeTimes(t *testing.T, at <-chan time.Time, n int, start time.Time) []tim
 func TestDrainHoldsSessionsUntilAnotherReplicaIsReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ready atomic.Bool
-		b := startBubble(t, func(o *Options) {
-			o.DrainTimeout = 30 * time.Second
-			o.DrainPeers = "replicas.test"
-			o.ResolvePeers = fakeReplicas(&ready)
-		})
-		b.srv.ownAddrs = ownAddr10001
+		b := startReplicaBubble(t, &ready, 0)
 		at := drainCloses(t, b, 2)
 		start := time.Now()
 		go b.stop()
@@ -133,12 +143,7 @@ func TestDrainWithAReplicaReadySpreadsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ready atomic.Bool
 		ready.Store(true)
-		b := startBubble(t, func(o *Options) {
-			o.DrainTimeout = 30 * time.Second
-			o.DrainPeers = "replicas.test"
-			o.ResolvePeers = fakeReplicas(&ready)
-		})
-		b.srv.ownAddrs = ownAddr10001
+		b := startReplicaBubble(t, &ready, 0)
 		at := drainCloses(t, b, 3)
 		start := time.Now()
 		b.stop()
@@ -156,13 +161,7 @@ func TestDrainHandoverAtRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ready atomic.Bool
 		ready.Store(true)
-		b := startBubble(t, func(o *Options) {
-			o.DrainTimeout = 30 * time.Second
-			o.DrainRate = 2
-			o.DrainPeers = "replicas.test"
-			o.ResolvePeers = fakeReplicas(&ready)
-		})
-		b.srv.ownAddrs = ownAddr10001
+		b := startReplicaBubble(t, &ready, 2)
 		at := drainCloses(t, b, 3)
 		start := time.Now()
 		b.stop()

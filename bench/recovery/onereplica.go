@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,15 +95,9 @@ func runOneReplica(ctx context.Context, cfg Config, startup time.Duration, aware
 	if g.front, err = startFront([]string{old.addr, nextAddr}); err != nil {
 		return Downtimes{}, err
 	}
-	agents := newAgents(cfg, g.front.addr)
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, a := range agents {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.Run(actx) }()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	if err := waitFlowing(ctx, agents, time.Now(), cfg.Settle); err != nil {
+	agents, stop, err := runAgents(ctx, cfg, g.front.addr)
+	defer stop()
+	if err != nil {
 		return Downtimes{}, fmt.Errorf("before the drain: %w", err)
 	}
 	start := time.Now()
@@ -125,7 +118,6 @@ func runOneReplica(ctx context.Context, cfg Config, startup time.Duration, aware
 	if err := waitFlowing(ctx, agents, time.Now(), cfg.Settle); err != nil {
 		return Downtimes{}, fmt.Errorf("after the drain: %w", err)
 	}
-	cancel()
-	wg.Wait()
+	stop()
 	return summarize(agents, start), nil
 }

@@ -111,15 +111,9 @@ func runScenario(ctx context.Context, cfg Config, fault scenario) (Downtimes, er
 		return Downtimes{}, err
 	}
 	defer g.close()
-	agents := newAgents(cfg, g.frontAddr)
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, a := range agents {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.Run(actx) }()
-	}
-	defer func() { cancel(); wg.Wait() }()
-	if err := waitFlowing(ctx, agents, time.Now(), cfg.Settle); err != nil {
+	agents, stop, err := runAgents(ctx, cfg, g.frontAddr)
+	defer stop()
+	if err != nil {
 		return Downtimes{}, fmt.Errorf("before the fault: %w", err)
 	}
 	start := time.Now()
@@ -129,8 +123,7 @@ func runScenario(ctx context.Context, cfg Config, fault scenario) (Downtimes, er
 	if err := waitFlowing(ctx, agents, time.Now(), cfg.Settle); err != nil {
 		return Downtimes{}, fmt.Errorf("after the fault: %w", err)
 	}
-	cancel()
-	wg.Wait()
+	stop()
 	return summarize(agents, start), nil
 }
 
@@ -470,4 +463,19 @@ func PrintOutages(w io.Writer, agents int, rows []OutageRow) {
 			r.Outage, round(r.Down.P50), round(r.Down.P99), round(r.Down.Max), round(r.Down.Max-r.Outage),
 			r.Down.Refused, r.Down.FalseConnects)
 	}
+}
+
+// runAgents starts cfg's agents against addr and waits until every pair
+// exchanges frames; stop ends them and waits (call it whatever the error;
+// a second call does nothing).
+func runAgents(ctx context.Context, cfg Config, addr string) ([]*testagent.Reconnector, func(), error) {
+	agents := newAgents(cfg, addr)
+	actx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.Run(actx) }()
+	}
+	stop := sync.OnceFunc(func() { cancel(); wg.Wait() })
+	return agents, stop, waitFlowing(ctx, agents, time.Now(), cfg.Settle)
 }
