@@ -24,6 +24,11 @@ type phase struct {
 	// offRelay is each move's time off the relay: the end of a session to
 	// the agent's next admission (echo back), both after start.
 	offRelay []time.Duration
+	// uncapped are the moves during which no dial met 503 at_capacity (a
+	// bridge at --max-sessions, here the VM's descriptor cap); capped marks
+	// the agents off the relay now that met it.
+	uncapped []time.Duration
+	capped   map[int]bool
 	moved    map[int]bool // agents whose session ended during the phase
 	down     map[int]time.Time
 
@@ -43,6 +48,9 @@ type PhaseResult struct {
 	Moves, Agents       int // sessions moved; distinct agents moved
 	Pending             int // agents not back at the end
 	P50, P99, Max       time.Duration
+	Uncapped            int           // moves that met no at_capacity refusal
+	UncappedP50         time.Duration // their time off the relay
+	UncappedP99         time.Duration
 	Fails               map[string]int
 	Refused             int
 	TokenReviews        float64 // the API server's tokenreviews requests during the phase
@@ -77,7 +85,7 @@ func (r *run) beginPhase(ctx context.Context) (*phase, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &phase{start: time.Now(), fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{},
+	p := &phase{start: time.Now(), fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{}, capped: map[int]bool{},
 		api0: api, overflows0: overflows, cpu0: cpu, loadStart: procfs.LoadAverage()}
 	r.mu.Lock()
 	r.phase = p
@@ -115,6 +123,11 @@ func (r *run) endPhase(ctx context.Context, p *phase) (PhaseResult, error) {
 		slices.Sort(s)
 		res.P50, res.P99, res.Max = quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
 	}
+	if res.Uncapped = len(p.uncapped); res.Uncapped > 0 {
+		s := slices.Clone(p.uncapped)
+		slices.Sort(s)
+		res.UncappedP50, res.UncappedP99 = quantile(s, 0.50), quantile(s, 0.99)
+	}
 	return res, nil
 }
 
@@ -136,10 +149,17 @@ func (p *phase) onEvent(ev event) {
 	case evUp:
 		if at, ok := p.down[ev.agent]; ok {
 			p.offRelay = append(p.offRelay, ev.at.Sub(at))
+			if !p.capped[ev.agent] {
+				p.uncapped = append(p.uncapped, ev.at.Sub(at))
+			}
 			delete(p.down, ev.agent)
+			delete(p.capped, ev.agent)
 		}
 	case evFail:
 		p.fails[fmt.Sprint(ev.fields)]++
+		if _, ok := p.down[ev.agent]; ok && len(ev.fields) == 2 && ev.fields[1] == "at_capacity" {
+			p.capped[ev.agent] = true
+		}
 	}
 }
 

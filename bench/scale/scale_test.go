@@ -198,3 +198,39 @@ func TestPickVictim(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseSeparatesMovesThatMetACap: a move during which a dial was
+// refused 503 at_capacity is left out of the uncapped times; other
+// refusals and refusals outside a move do not count.
+func TestPhaseSeparatesMovesThatMetACap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := &phase{start: t0, fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{}, capped: map[int]bool{}}
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for _, ev := range []event{
+		{kind: evFail, agent: 3, at: at(1), fields: []string{"503", "at_capacity"}}, // not off the relay yet
+		{kind: evDown, agent: 1, at: at(0)},
+		{kind: evDown, agent: 2, at: at(0)},
+		{kind: evDown, agent: 3, at: at(0)},
+		{kind: evFail, agent: 1, at: at(1000), fields: []string{"503", "at_capacity"}},
+		{kind: evFail, agent: 2, at: at(1000), fields: []string{"503", "review_throttled"}},
+		{kind: evUp, agent: 1, at: at(3000)},
+		{kind: evUp, agent: 2, at: at(3500)},
+		{kind: evUp, agent: 3, at: at(1200)},
+		{kind: evDown, agent: 1, at: at(4000)}, // moved again: no longer capped
+		{kind: evUp, agent: 1, at: at(5000)},
+	} {
+		p.onEvent(ev)
+	}
+	want := []time.Duration{3500 * time.Millisecond, 1200 * time.Millisecond, time.Second}
+	if len(p.uncapped) != len(want) {
+		t.Fatalf("uncapped moves %v, want %v", p.uncapped, want)
+	}
+	for i := range want {
+		if p.uncapped[i] != want[i] {
+			t.Fatalf("uncapped moves %v, want %v", p.uncapped, want)
+		}
+	}
+	if len(p.offRelay) != 4 {
+		t.Fatalf("all moves %v, want 4", p.offRelay)
+	}
+}
