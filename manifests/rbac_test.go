@@ -292,24 +292,33 @@ func checkScrape(t *testing.T, _ *rendered, d *appsv1.Deployment) {
 	mustf(t, ok, "prometheus.io/port %q is not a container port", port)
 }
 
+// checkDrain: the bridge waits its preStop sleep (the endpoint removed)
+// and then drains for --drain-timeout; Envoy, which does not drain
+// upgraded connections, sleeps at least that long, and the grace period
+// outlasts Envoy's sleep.
 func checkDrain(t *testing.T, _ *rendered, d *appsv1.Deployment) {
 	drain, _ := flagValue(container(d, "bridge").Args, "drain-timeout")
-	e := container(d, "envoy")
+	e, b := container(d, "envoy"), container(d, "bridge")
 	if e.Lifecycle == nil || e.Lifecycle.PreStop == nil || e.Lifecycle.PreStop.Sleep == nil {
 		t.Fatal("envoy has no preStop sleep: Envoy does not drain WebSockets, the bridge does")
 	}
-	mustf(t, e.Lifecycle.PreStop.Sleep.Seconds > secs(t, drain),
-		"envoy preStop %ds must outlast the bridge's --drain-timeout=%s", e.Lifecycle.PreStop.Sleep.Seconds, drain)
+	if b.Lifecycle == nil || b.Lifecycle.PreStop == nil || b.Lifecycle.PreStop.Sleep == nil {
+		t.Fatal("the bridge has no preStop sleep: SIGTERM would start the drain before the endpoint is gone")
+	}
+	mustf(t, e.Lifecycle.PreStop.Sleep.Seconds >= b.Lifecycle.PreStop.Sleep.Seconds+secs(t, drain),
+		"envoy preStop %ds must outlast the bridge's preStop %ds plus --drain-timeout=%s",
+		e.Lifecycle.PreStop.Sleep.Seconds, b.Lifecycle.PreStop.Sleep.Seconds, drain)
 	g := d.Spec.Template.Spec.TerminationGracePeriodSeconds
-	mustf(t, g != nil && *g > e.Lifecycle.PreStop.Sleep.Seconds, "terminationGracePeriodSeconds %v must exceed the preStop sleep", g)
+	mustf(t, g != nil, "no terminationGracePeriodSeconds")
+	mustf(t, *g > e.Lifecycle.PreStop.Sleep.Seconds, "terminationGracePeriodSeconds %d must exceed the envoy preStop sleep %ds", *g, e.Lifecycle.PreStop.Sleep.Seconds)
 }
 
-// secs parses a Go duration flag value into whole seconds.
+// secs parses a Go duration flag value into whole seconds, rounded up.
 func secs(t *testing.T, v string) int64 {
 	t.Helper()
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		t.Fatalf("duration %q: %v", v, err)
 	}
-	return int64(d / time.Second)
+	return int64((d + time.Second - 1) / time.Second)
 }

@@ -173,7 +173,7 @@ imagePullPolicy: {{ . }}
   # drain: agents closed with 1001 redial into another replica (docs/bridge.md).
   lifecycle:
     preStop:
-      sleep: {seconds: 5}
+      sleep: {seconds: {{ include "gw.bridgePreStopSeconds" . }}}
   resources:
     {{- toYaml $b.resources | nindent 4 }}
   {{- include "gw.securityContext" . | nindent 2 }}

@@ -224,8 +224,11 @@ file exactly once (a renamed field fails the render instead of silently keeping 
 {{- ceil $total | int -}}
 {{- end -}}
 
-{{/* The bridge's drain from SIGTERM's arrival: its preStop wait (5 s, while the endpoint is removed) plus
-bridge.drainTimeout. Envoy's preStop sleep and the Pod's grace period follow it. */}}
+{{/* The bridge's preStop wait: the Pod's endpoint is removed before SIGTERM starts the drain. */}}
+{{- define "gw.bridgePreStopSeconds" -}}5{{- end -}}
+
+{{/* The bridge's drain from the Pod's termination: its preStop wait plus bridge.drainTimeout. Envoy's preStop
+sleep and the Pod's grace period follow it. */}}
 {{- define "gw.drainSeconds" -}}
-{{- add 5 (include "gw.seconds" .Values.bridge.drainTimeout) -}}
+{{- add (include "gw.bridgePreStopSeconds" .) (include "gw.seconds" .Values.bridge.drainTimeout) -}}
 {{- end -}}
