@@ -136,38 +136,30 @@ func TestDrainWithNoReplicaClosesAllAtTheEnd(t *testing.T) {
 	})
 }
 
-// TestDrainWithAReplicaReadySpreadsAtOnce: another replica in the answer
-// from the start: the closes begin at once and spread over half the
-// timeout.
-func TestDrainWithAReplicaReadySpreadsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var ready atomic.Bool
-		ready.Store(true)
-		b := startReplicaBubble(t, &ready, 0)
-		at := drainCloses(t, b, 3)
-		start := time.Now()
-		b.stop()
-		want := []time.Duration{0, 7500 * time.Millisecond, 15 * time.Second}
-		if got := closeTimes(t, at, 3, start); !slices.Equal(got, want) {
-			t.Errorf("sessions closed at %v after the drain began, want %v", got, want)
-		}
-	})
-}
-
-// TestDrainHandoverAtRate: with another replica ready, --drain-rate paces
-// the handover (two a second: 0, 0.5, 1 s) instead of the spread over half
-// the timeout.
-func TestDrainHandoverAtRate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var ready atomic.Bool
-		ready.Store(true)
-		b := startReplicaBubble(t, &ready, 2)
-		at := drainCloses(t, b, 3)
-		start := time.Now()
-		b.stop()
-		want := []time.Duration{0, 500 * time.Millisecond, time.Second}
-		if got := closeTimes(t, at, 3, start); !slices.Equal(got, want) {
-			t.Errorf("sessions closed at %v after the drain began, want %v", got, want)
-		}
-	})
+// TestDrainWithAReplicaReady: another replica in the answer from the
+// start: the closes begin at once and spread over half the timeout, or,
+// with --drain-rate, at that pace (two a second: 0, 0.5, 1 s).
+func TestDrainWithAReplicaReady(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate float64
+		want []time.Duration
+	}{
+		{"spread over half the timeout", 0, []time.Duration{0, 7500 * time.Millisecond, 15 * time.Second}},
+		{"at the drain rate", 2, []time.Duration{0, 500 * time.Millisecond, time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var ready atomic.Bool
+				ready.Store(true)
+				b := startReplicaBubble(t, &ready, tc.rate)
+				at := drainCloses(t, b, 3)
+				start := time.Now()
+				b.stop()
+				if got := closeTimes(t, at, 3, start); !slices.Equal(got, tc.want) {
+					t.Errorf("sessions closed at %v after the drain began, want %v", got, tc.want)
+				}
+			})
+		})
+	}
 }
