@@ -130,10 +130,11 @@ nginx: ## Install nginx from Debian when missing (the e2e suite and the demo run
 
 .PHONY: e2e-packages
 # What the e2e suite runs besides nginx: Caddy (front matrix), Node and npm
-# (the ws client), Python websockets (the second independent client). The
+# (the ws client), Python websockets (the second independent client),
+# tinyproxy (the forward proxy of the probe and idle tests). The
 # distribution's services are not started (.ci/apt-install).
-e2e-packages: nginx ## Install caddy, nodejs, npm, python3-websockets from Debian when missing.
-	@.ci/apt-install nginx caddy nodejs npm python3-websockets
+e2e-packages: nginx ## Install caddy, nodejs, npm, python3-websockets, tinyproxy from Debian when missing.
+	@.ci/apt-install nginx caddy nodejs npm python3-websockets tinyproxy
 
 .PHONY: e2e
 e2e: build e2e-packages ## The end-to-end suite (real kube-apiserver, nginx, Caddy, Traefik, ws clients, binaries).
