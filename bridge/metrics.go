@@ -72,6 +72,7 @@ type metrics struct {
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
 	drainPending    prometheus.Gauge // sessions a drain has yet to close
+	full            prometheus.Gauge // 1 while /readyz fails at --unready-at
 	recoveryMetrics
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
@@ -102,6 +103,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Client frames dropped without closing the session, by reason."}, []string{"reason"}),
 		drainPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_pending_sessions",
 			Help: "Sessions the drain in progress has yet to close (0 when not draining); paced by --drain-rate."}),
+		full: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "full",
+			Help: "1 while /readyz fails because the sessions reached --unready-at percent of --max-sessions (fullready.go)."}),
 	}
 	messages := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "messages_total",
 		Help: "Binary WebSocket messages by direction."}, []string{"direction"})
@@ -110,7 +113,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bytes_total",
 		Help: "Relay frame bytes (header included) by direction and type."}, []string{"direction", "type"})
 	if err := register(reg, m.sessionsActive, m.sessions, m.sessionDuration, m.rejects,
-		m.relayDial, m.dropped, m.drainPending, messages, frames, bytes); err != nil {
+		m.relayDial, m.dropped, m.drainPending, m.full, messages, frames, bytes); err != nil {
 		return nil, err
 	}
 	if err := m.recoveryMetrics.init(reg); err != nil {

@@ -59,6 +59,11 @@ type Options struct {
 	// MaxSessions caps concurrent sessions; beyond it upgrades get 503
 	// at_capacity. Default 20000.
 	MaxSessions int
+	// UnreadyAt is the percent of MaxSessions from which /readyz fails, so
+	// that the Service sends new connections to the other replicas
+	// (fullready.go); it passes again one percent of MaxSessions lower.
+	// With DrainPeers, only while another replica is ready. Default 0: off.
+	UnreadyAt int
 	// DrainTimeout bounds the drain on shutdown; sessions are closed with
 	// 1001 spread over it. Default 30s.
 	DrainTimeout time.Duration
@@ -146,6 +151,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for 3 to 3.25 periods is closed")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
+	fs.IntVar(&o.UnreadyAt, "unready-at", o.UnreadyAt, "percent of --max-sessions from which /readyz fails (503 full) so the Service sends new connections elsewhere; it passes again 1 % lower; with --drain-peers only while another replica is ready; 0: off")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.DrainPeers, "drain-peers", o.DrainPeers, "DNS name of the ready replicas (headless Service); with it a drain keeps sessions open until another replica is ready; empty: spread the closes over half of --drain-timeout")
 	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "sessions a drain closes per second (0: spread over half of --drain-timeout)")
@@ -198,6 +204,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxSessions < 1 {
 		errs = append(errs, fmt.Errorf("--max-sessions: must be at least 1, got %d", o.MaxSessions))
+	}
+	if o.UnreadyAt < 0 || o.UnreadyAt > 100 {
+		errs = append(errs, fmt.Errorf("--unready-at: want a percent of --max-sessions from 0 (off) to 100, got %d", o.UnreadyAt))
 	}
 	errs = append(errs, o.RecoveryOptions.Validate())
 	for _, origin := range o.AllowedOrigins {

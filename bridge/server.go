@@ -42,6 +42,7 @@ type Server struct {
 	peers         *peerLimits           // per-peer bounds (peerlimit.go)
 	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
+	full          fullState             // the --unready-at mark (fullready.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.
@@ -161,6 +162,10 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.revocationUnready(w) {
+		return
+	}
+	if s.fullUnready(r.Context()) {
+		http.Error(w, "full", http.StatusServiceUnavailable)
 		return
 	}
 	if err := s.ready.check(r.Context()); err != nil {
