@@ -467,20 +467,24 @@ func TestChartNotesNameAlertsBlindToAnnotations(t *testing.T) {
 	}
 }
 
-// TestChartMovedAgentValues: extauthz.onReviewThrottled and bridge.drainRate
-// reach the flags (parsed by the binaries' own flag sets), their defaults
-// leave the flags at the binaries' defaults, and the schema refuses a mode
-// extauthz does not have and a negative rate.
+// TestChartMovedAgentValues: extauthz.onReviewThrottled, bridge.drainRate
+// and bridge.unreadyAt reach the flags (parsed by the binaries' own flag
+// sets); the first two default to the binaries' defaults, unreadyAt to 95;
+// the schema refuses a mode extauthz does not have, a negative rate and a
+// percent above 100.
 func TestChartMovedAgentValues(t *testing.T) {
 	def := renderChart(t).deployment(t)
 	mustf(t, parseExtauthz(t, container(def, "extauthz").Args).OnReviewThrottled == "deny", "default --on-review-throttled is not deny")
 	mustf(t, parseBridge(t, container(def, "bridge").Args).DrainRate == 0, "default --drain-rate is not 0")
-	set := renderChart(t, "--set", "extauthz.onReviewThrottled=review-after,bridge.drainRate=75").deployment(t)
+	mustf(t, parseBridge(t, container(def, "bridge").Args).UnreadyAt == 95, "default --unready-at is not 95")
+	set := renderChart(t, "--set", "extauthz.onReviewThrottled=review-after,bridge.drainRate=75,bridge.unreadyAt=0").deployment(t)
 	x := parseExtauthz(t, container(set, "extauthz").Args)
 	mustf(t, x.OnReviewThrottled == "review-after", "extauthz.onReviewThrottled=review-after: --on-review-throttled=%q", x.OnReviewThrottled)
 	b := parseBridge(t, container(set, "bridge").Args)
 	mustf(t, b.DrainRate == 75, "bridge.drainRate=75: --drain-rate=%v", b.DrainRate)
-	for bad, name := range map[string]string{"extauthz.onReviewThrottled=allow": "onReviewThrottled", "bridge.drainRate=-1": "drainRate"} {
+	mustf(t, b.UnreadyAt == 0, "bridge.unreadyAt=0: --unready-at=%v", b.UnreadyAt)
+	for bad, name := range map[string]string{"extauthz.onReviewThrottled=allow": "onReviewThrottled", "bridge.drainRate=-1": "drainRate",
+		"bridge.unreadyAt=101": "unreadyAt"} {
 		_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", bad)
 		mustf(t, err != nil && strings.Contains(err.Error(), name), "%s: %v, want an error naming %s", bad, err, name)
 	}

@@ -214,27 +214,30 @@ func dialOrder(a genAgent, n int, rnd *rand.Rand) []int {
 	return order
 }
 
-// goneFronts are the fronts the parent said are no longer endpoints of
-// the Service (a Pod terminating: its front still carries its open
-// sessions while its bridge drains, but gets no new connection). Safe for
-// concurrent use.
+// goneFronts are the fronts the parent said are not endpoints of the
+// Service now: a Pod terminating (its front still carries its open
+// sessions while its bridge drains, but gets no new connection) or failing
+// its readiness probe (out until it passes again). Safe for concurrent
+// use.
 type goneFronts struct{ mask atomic.Uint64 }
 
 func (g *goneFronts) has(i int) bool { return g.mask.Load()&(1<<uint(i)) != 0 }
 
-// follow reads "gone N" lines from r until it ends.
+// follow reads "gone N" and "back N" lines from r until it ends.
 func (g *goneFronts) follow(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if n, ok := strings.CutPrefix(sc.Text(), "gone "); ok {
-			if i, err := strconv.Atoi(n); err == nil && i >= 0 && i < 64 {
-				for {
-					old := g.mask.Load()
-					if g.mask.CompareAndSwap(old, old|1<<uint(i)) {
-						break
-					}
-				}
-			}
+		verb, n, _ := strings.Cut(sc.Text(), " ")
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 || i >= 64 {
+			continue
+		}
+		bit := uint64(1) << uint(i)
+		switch verb {
+		case "gone":
+			g.mask.Or(bit)
+		case "back":
+			g.mask.And(^bit)
 		}
 	}
 }
@@ -357,10 +360,10 @@ func startGenerator(specPath string, on func(event)) (*generator, error) {
 
 func (g *generator) pid() int { return g.cmd.Process.Pid }
 
-// endpointGone tells the generator front i is no longer a Service
-// endpoint.
-func (g *generator) endpointGone(i int) error {
-	_, err := fmt.Fprintf(g.stdin, "gone %d\n", i)
+// send tells the generator front i is no longer a Service endpoint
+// ("gone") or is one again ("back"). Callers serialize (endpoints.mu).
+func (g *generator) send(verb string, i int) error {
+	_, err := fmt.Fprintf(g.stdin, "%s %d\n", verb, i)
 	return err
 }
 

@@ -30,6 +30,8 @@ type phase struct {
 	uncapped []time.Duration
 	capped   map[int]bool
 	moved    map[int]bool // agents whose session ended during the phase
+	// perAgent is each moved agent's time off the relay, its moves summed.
+	perAgent map[int]time.Duration
 	down     map[int]time.Time
 
 	api0        apiCounts
@@ -41,6 +43,11 @@ type phase struct {
 	cpu1        procfs.CPUTimes
 	loadEnd     string
 	pendingDown int // moved agents not back when the phase ended
+
+	// Replicas out of the Service for failing /readyz (--unready-at), at
+	// the start: removals so far, their time out.
+	full0    int
+	fullOut0 time.Duration
 }
 
 // PhaseResult is a phase's figures.
@@ -48,6 +55,10 @@ type PhaseResult struct {
 	Moves, Agents       int // sessions moved; distinct agents moved
 	Pending             int // agents not back at the end
 	P50, P99, Max       time.Duration
+	AgentP50, AgentP99  time.Duration // per moved agent, its moves summed
+	AgentMax            time.Duration
+	FullRemovals        int           // times a replica left the Service for failing /readyz (--unready-at)
+	FullOut             time.Duration // their time out of it, within the phase
 	Uncapped            int           // moves that met no at_capacity refusal
 	UncappedP50         time.Duration // their time off the relay
 	UncappedP99         time.Duration
@@ -71,6 +82,12 @@ type PhaseResult struct {
 // apiCounts are the API server's request counters (its /metrics).
 type apiCounts struct{ all, tokenReviews float64 }
 
+// newPhase is a phase recording from start, its maps made.
+func newPhase(start time.Time) *phase {
+	return &phase{start: start, fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{}, capped: map[int]bool{},
+		perAgent: map[int]time.Duration{}}
+}
+
 // beginPhase starts recording a phase (under r.mu).
 func (r *run) beginPhase(ctx context.Context) (*phase, error) {
 	api, err := r.apiCounts(ctx)
@@ -85,8 +102,9 @@ func (r *run) beginPhase(ctx context.Context) (*phase, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &phase{start: time.Now(), fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{}, capped: map[int]bool{},
-		api0: api, overflows0: overflows, cpu0: cpu, loadStart: procfs.LoadAverage()}
+	p := newPhase(time.Now())
+	p.api0, p.overflows0, p.cpu0, p.loadStart = api, overflows, cpu, procfs.LoadAverage()
+	p.full0, p.fullOut0 = r.ep.full()
 	r.mu.Lock()
 	r.phase = p
 	r.mu.Unlock()
@@ -117,6 +135,16 @@ func (r *run) endPhase(ctx context.Context, p *phase) (PhaseResult, error) {
 		ListenOverflows: overflows - p.overflows0, Duration: p.end.Sub(p.start), Steal: procfs.StealShare(p.cpu0, p.cpu1), LoadStart: p.loadStart, LoadEnd: p.loadEnd}
 	for _, n := range p.fails {
 		res.Refused += n
+	}
+	removals, out := r.ep.full()
+	res.FullRemovals, res.FullOut = removals-p.full0, out-p.fullOut0
+	if len(p.perAgent) > 0 {
+		var s []time.Duration
+		for _, d := range p.perAgent {
+			s = append(s, d)
+		}
+		slices.Sort(s)
+		res.AgentP50, res.AgentP99, res.AgentMax = quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
 	}
 	if len(p.offRelay) > 0 {
 		s := slices.Clone(p.offRelay)
@@ -149,6 +177,7 @@ func (p *phase) onEvent(ev event) {
 	case evUp:
 		if at, ok := p.down[ev.agent]; ok {
 			p.offRelay = append(p.offRelay, ev.at.Sub(at))
+			p.perAgent[ev.agent] += ev.at.Sub(at)
 			if !p.capped[ev.agent] {
 				p.uncapped = append(p.uncapped, ev.at.Sub(at))
 			}

@@ -59,10 +59,8 @@ func (r *run) rollStep(ctx context.Context, k int) (string, error) {
 	n := r.count(func(a *agent) bool { return a.up && a.on == k })
 	fmt.Fprintf(r.out, "scale: rolling update: replica %d ready, draining replica %d (%d sessions)\n", len(r.replicas)-1, k, n)
 	start := time.Now()
-	for _, g := range r.gens {
-		if err := g.endpointGone(k); err != nil {
-			return "", err
-		}
+	if err := r.ep.terminate(k); err != nil {
+		return "", err
 	}
 	if err := old.bridge.Signal(syscall.SIGTERM); err != nil {
 		return "", err

@@ -43,6 +43,7 @@ type Config struct {
 	Replicas  int     // gateway replicas
 	ReviewQPS float64 // each extauthz's --kube-api-qps (the TokenReview rate)
 	DrainRate float64 // each bridge's --drain-rate during the rolling update
+	UnreadyAt int     // each bridge's --unready-at (0: off)
 	// OnReviewThrottled is each extauthz's --on-review-throttled (deny,
 	// the default, or review-after).
 	OnReviewThrottled string
@@ -52,6 +53,10 @@ type Config struct {
 	Settle            time.Duration // bound of each wait for agents
 	RestWindow        time.Duration // CPU at rest is measured over this window
 }
+
+// DefaultUnreadyAt is the bridges' --unready-at: the chart's
+// bridge.unreadyAt (manifests tests hold the two equal).
+const DefaultUnreadyAt = 95
 
 // Environment variables that size the run (`make bench` uses the
 // defaults; docs/bridge.md has the full-size command).
@@ -86,7 +91,7 @@ func DefaultConfig() (Config, error) {
 // even when the Service sends most of them to one replica.
 func SizedConfig(agents, burst int) (Config, error) {
 	c := Config{Agents: agents, Replicas: 3, Burst: burst, PerGen: 6500, Rate: 120, RestWindow: 10 * time.Second,
-		ReviewQPS: extauthz.DefaultOptions().KubeAPIQPS, OnReviewThrottled: extauthz.ThrottledDeny}
+		ReviewQPS: extauthz.DefaultOptions().KubeAPIQPS, OnReviewThrottled: extauthz.ThrottledDeny, UnreadyAt: DefaultUnreadyAt}
 	c.DrainRate = c.ReviewQPS * float64(c.Replicas) / 2
 	if agents < 1 || agents > 30000 {
 		return c, fmt.Errorf("agents: want a count in 1..30000, got %d", agents)
@@ -151,6 +156,8 @@ type run struct {
 	// failsSince: only dial failures after it count (the connect phase).
 	failsSince time.Time
 	phase      *phase // the scenario being recorded, if any
+
+	ep *endpoints // the Service's endpoints (endpoints.go)
 }
 
 // Run runs the whole benchmark and returns its figures.
@@ -169,8 +176,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, out: out, dir: dir, fails: map[string]int{}, procs: procs}
+	r := &run{cfg: cfg, out: out, dir: dir, fails: map[string]int{}, procs: procs, ep: newEndpoints()}
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { // owned: stopped and waited for below
+		defer close(watched)
+		r.ep.run(wctx, func(format string, a ...any) { fmt.Fprintf(out, format, a...) })
+	}()
 	defer func() {
+		stopWatch()
+		<-watched
 		for _, g := range r.gens {
 			g.stop()
 		}
@@ -294,11 +309,13 @@ func (r *run) startReplica(ctx context.Context) error {
 	i := len(r.replicas)
 	rep, err := startReplica(ctx, r.procs, r.bins, r.dir, r.repo, r.kcfg, i, r.fronts[i], r.certs[0], r.certs[1],
 		[]string{"--on-review-throttled=" + r.cfg.OnReviewThrottled},
-		[]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String()})
+		[]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String(),
+			"--unready-at=" + strconv.Itoa(r.cfg.UnreadyAt)})
 	if err != nil {
 		return err
 	}
 	r.replicas = append(r.replicas, rep)
+	r.ep.add(rep)
 	return nil
 }
 
@@ -376,6 +393,7 @@ func (r *run) connect(ctx context.Context, res *Result) error {
 		}
 		r.gens = append(r.gens, g)
 	}
+	r.ep.setGens(r.gens)
 	if err := r.waitUntil(ctx, r.cfg.Settle, func() (bool, string) {
 		n := r.count(func(a *agent) bool { return a.up })
 		return n == r.cfg.Agents, fmt.Sprintf("%d of %d agents admitted", n, r.cfg.Agents)
@@ -643,6 +661,9 @@ func (r *run) kill(ctx context.Context, res *Result) error {
 		}
 	}
 	victim.killed = true
+	if err := r.ep.terminate(victim.i); err != nil {
+		return err
+	}
 	k := &res.Kill
 	k.Agents = len(moved)
 	readmitted := func() (int, time.Time) {

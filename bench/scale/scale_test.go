@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,6 +37,7 @@ var (
 	agentsFlag = flag.Int("scale.agents", 0, "agents in the run (default "+EnvAgents+" or 3000)")
 	burstFlag  = flag.Int("scale.burst", 0, "Pods deleted in the burst (default "+EnvBurst+" or 300)")
 	modeFlag   = flag.String("scale.on-review-throttled", "", "every extauthz's --on-review-throttled (default deny)")
+	unreadyAt  = flag.Int("scale.unready-at", DefaultUnreadyAt, "every bridge's --unready-at (0: off)")
 )
 
 func cmpOrInt(v, def int) int {
@@ -62,6 +64,7 @@ func BenchmarkScale(b *testing.B) {
 	if *modeFlag != "" {
 		cfg.OnReviewThrottled = *modeFlag
 	}
+	cfg.UnreadyAt = *unreadyAt
 	res, err := Run(context.Background(), cfg, os.Stderr)
 	if err != nil {
 		b.Fatal(err)
@@ -152,7 +155,7 @@ func TestTransportReason(t *testing.T) {
 // TestGoneFronts: "gone N" lines mark fronts the agents no longer dial.
 func TestGoneFronts(t *testing.T) {
 	var g goneFronts
-	g.follow(strings.NewReader("gone 3\nnoise\ngone 0\ngone 99\ngone x\n"))
+	g.follow(strings.NewReader("gone 3\nnoise\ngone 0\ngone 99\ngone x\ngone 2\nback 2\nback x\nhello 4\n"))
 	for i, want := range []bool{true, false, false, true, false} {
 		if g.has(i) != want {
 			t.Errorf("front %d gone %v, want %v", i, g.has(i), want)
@@ -204,21 +207,8 @@ func TestPickVictim(t *testing.T) {
 // refusals and refusals outside a move do not count.
 func TestPhaseSeparatesMovesThatMetACap(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	p := &phase{start: t0, fails: map[string]int{}, moved: map[int]bool{}, down: map[int]time.Time{}, capped: map[int]bool{}}
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	for _, ev := range []event{
-		{kind: evFail, agent: 3, at: at(1), fields: []string{"503", "at_capacity"}}, // not off the relay yet
-		{kind: evDown, agent: 1, at: at(0)},
-		{kind: evDown, agent: 2, at: at(0)},
-		{kind: evDown, agent: 3, at: at(0)},
-		{kind: evFail, agent: 1, at: at(1000), fields: []string{"503", "at_capacity"}},
-		{kind: evFail, agent: 2, at: at(1000), fields: []string{"503", "review_throttled"}},
-		{kind: evUp, agent: 1, at: at(3000)},
-		{kind: evUp, agent: 2, at: at(3500)},
-		{kind: evUp, agent: 3, at: at(1200)},
-		{kind: evDown, agent: 1, at: at(4000)}, // moved again: no longer capped
-		{kind: evUp, agent: 1, at: at(5000)},
-	} {
+	p := newPhase(t0)
+	for _, ev := range cappedEvents(t0) {
 		p.onEvent(ev)
 	}
 	want := []time.Duration{3500 * time.Millisecond, 1200 * time.Millisecond, time.Second}
@@ -232,5 +222,38 @@ func TestPhaseSeparatesMovesThatMetACap(t *testing.T) {
 	}
 	if len(p.offRelay) != 4 {
 		t.Fatalf("all moves %v, want 4", p.offRelay)
+	}
+}
+
+// TestPhaseSumsEachAgentsMoves: an agent's time off the relay is the sum
+// of its moves (agent 1 moved twice: 3 s, then 1 s).
+func TestPhaseSumsEachAgentsMoves(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := newPhase(t0)
+	for _, ev := range cappedEvents(t0) {
+		p.onEvent(ev)
+	}
+	want := map[int]time.Duration{1: 4 * time.Second, 2: 3500 * time.Millisecond, 3: 1200 * time.Millisecond}
+	if !reflect.DeepEqual(p.perAgent, want) {
+		t.Errorf("time off per agent %v, want %v", p.perAgent, want)
+	}
+}
+
+// cappedEvents: three agents moved, one refused at_capacity, one refused
+// review_throttled, one moved twice.
+func cappedEvents(t0 time.Time) []event {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	return []event{
+		{kind: evFail, agent: 3, at: at(1), fields: []string{"503", "at_capacity"}}, // not off the relay yet
+		{kind: evDown, agent: 1, at: at(0)},
+		{kind: evDown, agent: 2, at: at(0)},
+		{kind: evDown, agent: 3, at: at(0)},
+		{kind: evFail, agent: 1, at: at(1000), fields: []string{"503", "at_capacity"}},
+		{kind: evFail, agent: 2, at: at(1000), fields: []string{"503", "review_throttled"}},
+		{kind: evUp, agent: 1, at: at(3000)},
+		{kind: evUp, agent: 2, at: at(3500)},
+		{kind: evUp, agent: 3, at: at(1200)},
+		{kind: evDown, agent: 1, at: at(4000)}, // moved again: no longer capped
+		{kind: evUp, agent: 1, at: at(5000)},
 	}
 }

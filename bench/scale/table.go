@@ -253,11 +253,13 @@ func yesNo(b bool) string {
 
 // Figures of the two scenarios, by kind (literals: the docs/performance.md
 // test finds the figures by their literals).
-type phaseFigures struct{ offRelay, uncapped, refused, reviews, api, last string }
+type phaseFigures struct{ offRelay, perAgent, uncapped, full, refused, reviews, api, last string }
 
 var (
 	rollFigures = phaseFigures{
 		offRelay: "scale: rolling update, time off the relay per move (p50, p99, max)",
+		perAgent: "scale: rolling update, time off the relay per agent, its moves summed (p50, p99, max)",
+		full:     "scale: rolling update, replicas out of the Service at --unready-at (readiness)",
 		uncapped: "scale: rolling update, time off the relay per move that met no at_capacity (p50, p99)",
 		refused:  "scale: rolling update, refused dials per move",
 		reviews:  "scale: rolling update, TokenReviews per move (kube-apiserver's count)",
@@ -266,6 +268,7 @@ var (
 	}
 	killFigures = phaseFigures{
 		offRelay: "scale: replica SIGKILLed, time off the relay per move (p50, p99, max)",
+		full:     "scale: replica SIGKILLed, replicas out of the Service at --unready-at (readiness)",
 		uncapped: "scale: replica SIGKILLed, time off the relay per move that met no at_capacity (p50, p99)",
 		refused:  "scale: replica SIGKILLed, refused dials per moved agent",
 		reviews:  "scale: replica SIGKILLed, TokenReviews per moved agent (kube-apiserver's count)",
@@ -290,6 +293,10 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 	if !kill {
 		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.Pending == 0 && p.P99 < 5*time.Second)
 	}
+	hi, lo := unreadyMarks(r.Config.UnreadyAt)
+	full := benchrow.Row{Figure: f.full, Value: fmt.Sprintf("%d times, %s out in all", p.FullRemovals, p.FullOut.Round(time.Second)),
+		Baseline: fmt.Sprintf("--unready-at=%d of --max-sessions=%d: out from %d sessions, back at %d", r.Config.UnreadyAt,
+			maxSessionsPerReplica, hi, lo), Ratio: "-", Goal: "-", Met: "-"}
 	uncapped := benchrow.Row{Figure: f.uncapped,
 		Value:    fmt.Sprintf("%s, %s over %d of %d moves", round(p.UncappedP50), round(p.UncappedP99), p.Uncapped, p.Moves),
 		Baseline: fmt.Sprintf("all moves' p99 %s; the others met a bridge at --max-sessions=%d (this VM's descriptor cap)", round(p.P99), maxSessionsPerReplica),
@@ -311,13 +318,17 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 	api := benchrow.Row{Figure: f.api, Value: fmt.Sprintf("%.1f/s over %s", p.APIRequests/p.Duration.Seconds(), round(p.Duration)),
 		Baseline: fmt.Sprintf("TokenReviews %.1f/s", p.TokenReviews/p.Duration.Seconds()), Ratio: "-", Goal: "-", Met: "-"}
 	if !kill {
-		return []benchrow.Row{off, uncapped, refused, reviews, api, {Figure: f.last,
+		agent := benchrow.Row{Figure: f.perAgent,
+			Value:    fmt.Sprintf("%s, %s, %s over %d agents", round(p.AgentP50), round(p.AgentP99), round(p.AgentMax), p.Agents),
+			Baseline: "agent's first retry 1 s", Ratio: ratio(p.AgentP99.Seconds(), 1), Goal: "p99 < 5s",
+			Met: yesNo(p.Agents > 0 && p.Pending == 0 && p.AgentP99 < 5*time.Second)}
+		return []benchrow.Row{off, agent, uncapped, full, refused, reviews, api, {Figure: f.last,
 			Value:    fmt.Sprintf("--drain-rate %.0f/s; drains of %s", p.DrainRate, p.Drains),
 			Baseline: fmt.Sprintf("TokenReview rate of the %d serving replicas %.0f/s", p.ServingReplicas, p.ReviewRate),
 			Ratio:    ratio(p.DrainRate, p.ReviewRate), Goal: "-", Met: "-"}}
 	}
 	need := time.Duration(float64(p.SessionsPerReplica0) / p.ReviewRate * float64(time.Second))
-	return []benchrow.Row{off, uncapped, refused, reviews, api, {Figure: f.last, Value: fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
+	return []benchrow.Row{off, uncapped, full, refused, reviews, api, {Figure: f.last, Value: fmt.Sprintf("%s (%s)", round(p.LastBack), ctxt),
 		Baseline: fmt.Sprintf("%s: %d agents at %.0f/s (%d survivors)", round(need), p.SessionsPerReplica0, p.ReviewRate, p.ServingReplicas),
 		Ratio:    ratio(p.LastBack.Seconds(), need.Seconds()), Goal: "<= 1.2x",
 		Met: yesNo(need > 0 && p.Pending == 0 && p.LastBack.Seconds() <= 1.2*need.Seconds())}}

@@ -148,6 +148,7 @@ imagePullPolicy: {{ . }}
   - --drain-rate={{ $b.drainRate }}
   {{- end }}
   - --drain-peers={{ include "gw.name" . }}-replicas
+  - --unready-at={{ int $b.unreadyAt }}
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys
   {{- if $b.debugSessions }}
