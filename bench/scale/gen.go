@@ -112,6 +112,9 @@ func RunGeneratorIfAsked() (bool, error) {
 	return true, nil
 }
 
+// errNoEndpoint is a dial while every front is out of the Service.
+var errNoEndpoint = errors.New("no endpoint: connection refused")
+
 // frontName is the fronts' certificate name; the URL's host is never
 // resolved (NetDialContext picks the replica).
 const frontName = "relay.example.com"
@@ -145,6 +148,9 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, gone *goneFronts
 						return c, nil
 					}
 					errs = append(errs, err)
+				}
+				if len(errs) == 0 { // a Service with no endpoint: kube-proxy rejects the connection
+					return nil, errNoEndpoint
 				}
 				return nil, errors.Join(errs...)
 			},
@@ -258,6 +264,8 @@ func transportReason(err error) string {
 		return "closed"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connect_refused"
+	case errors.Is(err, errNoEndpoint):
+		return "no_endpoint"
 	}
 	return "other"
 }

@@ -145,6 +145,7 @@ func TestTransportReason(t *testing.T) {
 		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), "closed"},
 		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, "closed"},
 		{errors.New("x509: unknown authority"), "other"},
+		{fmt.Errorf("dial: %w", errNoEndpoint), "no_endpoint"},
 	} {
 		if got := transportReason(c.err); got != c.want {
 			t.Errorf("%v: %q, want %q", c.err, got, c.want)
