@@ -39,9 +39,10 @@ type fullState struct {
 	full bool
 }
 
-// fullMarks returns the session counts at which /readyz starts failing
-// (hi) and passes again (lo). ok is false when --unready-at is 0.
-func fullMarks(maxSessions, percent int) (hi, lo int, ok bool) {
+// FullMarks returns the session counts at which /readyz starts failing
+// (hi) and passes again (lo) for --max-sessions and --unready-at; ok is
+// false when percent is 0 (off).
+func FullMarks(maxSessions, percent int) (hi, lo int, ok bool) {
 	if percent <= 0 {
 		return 0, 0, false
 	}
@@ -53,7 +54,7 @@ func fullMarks(maxSessions, percent int) (hi, lo int, ok bool) {
 // fullUnready reports whether /readyz fails because the bridge is full,
 // moving the hysteresis and logging each change.
 func (s *Server) fullUnready(ctx context.Context) bool {
-	hi, lo, ok := fullMarks(s.cfg.MaxSessions, s.cfg.UnreadyAt)
+	hi, lo, ok := FullMarks(s.cfg.MaxSessions, s.cfg.UnreadyAt)
 	if !ok {
 		return false
 	}

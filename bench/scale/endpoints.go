@@ -172,14 +172,3 @@ func probeReady(ctx context.Context, client *http.Client, addr string) bool {
 	resp.Body.Close()
 	return resp.StatusCode >= 200 && resp.StatusCode < 400
 }
-
-// unreadyMarks are the session counts at which a bridge of this run fails
-// /readyz and passes again (bridge/fullready.go: the mark rounded up, one
-// percent of --max-sessions below it).
-func unreadyMarks(percent int) (hi, lo int) {
-	if percent == 0 {
-		return 0, 0
-	}
-	hi = (maxSessionsPerReplica*percent + 99) / 100
-	return hi, hi - max(1, maxSessionsPerReplica/100)
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/bridge"
 	"github.com/wirekube/relay-ws/internal/test/benchrow"
 )
 
@@ -293,7 +294,7 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 	if !kill {
 		off.Goal, off.Met = "p99 < 5s", yesNo(p.Moves > 0 && p.Pending == 0 && p.P99 < 5*time.Second)
 	}
-	hi, lo := unreadyMarks(r.Config.UnreadyAt)
+	hi, lo, _ := bridge.FullMarks(maxSessionsPerReplica, r.Config.UnreadyAt)
 	full := benchrow.Row{Figure: f.full, Value: fmt.Sprintf("%d times, %s out in all", p.FullRemovals, p.FullOut.Round(time.Second)),
 		Baseline: fmt.Sprintf("--unready-at=%d of --max-sessions=%d: out from %d sessions, back at %d", r.Config.UnreadyAt,
 			maxSessionsPerReplica, hi, lo), Ratio: "-", Goal: "-", Met: "-"}
