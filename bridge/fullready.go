@@ -3,12 +3,11 @@ package bridge
 import (
 	"context"
 	"log/slog"
-	"sync"
 )
 
 // A bridge close to --max-sessions asks to stop receiving new connections
 // by failing /readyz, which takes its Pod out of the Service's endpoints
-// while every open session carries on (issue 32, docs/bridge.md#full).
+// while every open session carries on (docs/bridge.md#full).
 //
 // Why readiness: a Service picks endpoints at random, so the agents of a
 // drained replica land on the others in equal shares whatever those hold.
@@ -33,12 +32,6 @@ import (
 // at_capacity, instead of leaving the Service with none. Without it the
 // replica fails /readyz at the mark whatever the others hold.
 
-// fullState is the hysteresis of the full mark. Safe for concurrent use.
-type fullState struct {
-	mu   sync.Mutex
-	full bool
-}
-
 // FullMarks returns the session counts at which /readyz starts failing
 // (hi) and passes again (lo) for --max-sessions and --unready-at; ok is
 // false when percent is 0 (off).
@@ -61,17 +54,11 @@ func (s *Server) fullUnready(ctx context.Context) bool {
 	s.mu.Lock()
 	n := s.slots
 	s.mu.Unlock()
-	s.full.mu.Lock()
-	was := s.full.full
-	s.full.mu.Unlock()
-	want := n >= hi || (was && n > lo)
+	want := n >= hi || (s.full.Load() && n > lo)
 	if want && s.cfg.DrainPeers != "" && s.otherReplicas(ctx) == 0 {
 		want = false // the only ready replica: stay an endpoint
 	}
-	s.full.mu.Lock()
-	defer s.full.mu.Unlock()
-	if want != s.full.full {
-		s.full.full = want
+	if s.full.Swap(want) != want { // each change is logged once
 		s.metrics.full.Set(boolGauge(want))
 		s.log.Info("full mark", slog.Bool("unready", want), slog.Int("sessions", n),
 			slog.Int("unready_at", hi), slog.Int("ready_below", lo), slog.Int("max_sessions", s.cfg.MaxSessions))

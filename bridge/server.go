@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -42,7 +43,7 @@ type Server struct {
 	peers         *peerLimits           // per-peer bounds (peerlimit.go)
 	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
-	full          fullState             // the --unready-at mark (fullready.go)
+	full          atomic.Bool           // past the --unready-at mark (fullready.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.

@@ -138,25 +138,25 @@ func (r *run) endPhase(ctx context.Context, p *phase) (PhaseResult, error) {
 	}
 	removals, out := r.ep.full()
 	res.FullRemovals, res.FullOut = removals-p.full0, out-p.fullOut0
-	if len(p.perAgent) > 0 {
-		var s []time.Duration
-		for _, d := range p.perAgent {
-			s = append(s, d)
-		}
-		slices.Sort(s)
-		res.AgentP50, res.AgentP99, res.AgentMax = quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
+	perAgent := make([]time.Duration, 0, len(p.perAgent))
+	for _, d := range p.perAgent {
+		perAgent = append(perAgent, d)
 	}
-	if len(p.offRelay) > 0 {
-		s := slices.Clone(p.offRelay)
-		slices.Sort(s)
-		res.P50, res.P99, res.Max = quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
-	}
-	if res.Uncapped = len(p.uncapped); res.Uncapped > 0 {
-		s := slices.Clone(p.uncapped)
-		slices.Sort(s)
-		res.UncappedP50, res.UncappedP99 = quantile(s, 0.50), quantile(s, 0.99)
-	}
+	res.AgentP50, res.AgentP99, res.AgentMax = spread(perAgent)
+	res.P50, res.P99, res.Max = spread(p.offRelay)
+	res.Uncapped = len(p.uncapped)
+	res.UncappedP50, res.UncappedP99, _ = spread(p.uncapped)
 	return res, nil
+}
+
+// spread returns the p50, p99 and largest of s (zero when s is empty),
+// leaving s as it is.
+func spread(s []time.Duration) (p50, p99, largest time.Duration) {
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	s = slices.Sorted(slices.Values(s))
+	return quantile(s, 0.50), quantile(s, 0.99), s[len(s)-1]
 }
 
 // quantile of sorted s by the nearest-rank method.

@@ -55,7 +55,7 @@ type Config struct {
 }
 
 // DefaultUnreadyAt is the bridges' --unready-at: the chart's
-// bridge.unreadyAt (manifests tests hold the two equal).
+// bridge.unreadyAt (TestDefaultUnreadyAtIsTheCharts holds the two equal).
 const DefaultUnreadyAt = 95
 
 // Environment variables that size the run (`make bench` uses the
