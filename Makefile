@@ -45,13 +45,17 @@ test-unit: ## Unit tests with the race detector, then the allocation guards with
 	$(GO) test -count=1 -run 'Allocs$$' ./bridge/ ./extauthz/
 
 .PHONY: lint
-lint: actionlint proto-check ## gofmt check, go vet, pinned staticcheck, actionlint, generated code up to date.
+lint: actionlint proto-check tidy-check ## gofmt check, go vet, pinned staticcheck, actionlint, generated code and go.mod up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/... ./demo/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags e2e ./e2e/... ./demo/...
+
+.PHONY: tidy-check
+tidy-check: ## Fail when go.mod or go.sum differ from what `go mod tidy` writes (a direct import marked indirect, a stale require).
+	$(GO) mod tidy -diff
 
 .PHONY: proto
 proto: $(PROTOC_PLUGINS)/protoc-gen-go-grpc ## Regenerate the Go code of the .proto files (protoc from protobuf-compiler).
