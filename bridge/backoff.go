@@ -14,7 +14,7 @@ import (
 // starts again at a 1 s window). 16,384 entries are about 2 MiB.
 const keyBackoffEntries = 16384
 
-// keyBackoff is the server-side backoff for a wrong key (issue 14): a
+// keyBackoff is the server-side backoff for a wrong key: a
 // Register with another key than the peer's can only be seen after the
 // upgrade, and the agent counts every finished upgrade as "connected" and
 // retries after 1 s forever. After a register_key_mismatch the identity's

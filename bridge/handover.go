@@ -9,7 +9,7 @@ import (
 )
 
 // The drain's close order depends on whether the sessions it closes have
-// somewhere to go (issue 31 §4, docs/bridge.md "Drain").
+// somewhere to go (docs/bridge.md "Drain").
 //
 //   - Another replica is ready ("handover"): the closes are spread over the
 //     first half of --drain-timeout, so the agents arrive there one by one.

@@ -9,8 +9,8 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// relayHold holds upgrades while the relay is unreachable (--relay-wait,
-// issue 14): instead of 503 relay_unavailable at once, which the agent
+// relayHold holds upgrades while the relay is unreachable (--relay-wait):
+// instead of 503 relay_unavailable at once, which the agent
 // answers with its doubling backoff (a 15 s outage cost 31 s), a request
 // waits up to --relay-wait, unanswered, while one redial loop per bridge
 // (not one per request) checks the relay every redialEvery. When a dial

@@ -41,7 +41,7 @@ type peerIdentity struct {
 const clientUnverified = "unverified"
 
 // parseClientAddress reads X-WireKube-Client-Address into
-// id.ClientAddress: optional (an extauthz before issue 31 sends none), at
+// id.ClientAddress: optional (an extauthz that predates the client address sends none), at
 // most once, and never kept as the string that arrived (only its parsed
 // form, or "invalid"). The signature covers the value as sent.
 func parseClientAddress(h http.Header, id *peerIdentity) error {

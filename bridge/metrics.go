@@ -36,7 +36,7 @@ func bridgeDenyReasons() []contract.Reason {
 		contract.ReasonRequestBody, contract.ReasonNotWebSocket,
 		contract.ReasonIdentityHeaderInvalid, contract.ReasonOriginNotAllowed, contract.ReasonSubprotocol,
 		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
-		// issue 14 and issue 11 item 4
+		// the relay wait and the per-peer limits
 		contract.ReasonRelayWaitFull, contract.ReasonPeerSessionLimit, contract.ReasonPeerUnregisteredLimit,
 		contract.CloseRegisterKeyMismatch,
 	}

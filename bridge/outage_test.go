@@ -47,7 +47,7 @@ func (r *switchRelay) set(down bool) {
 	}
 }
 
-// TestRelayOutageWithAgentPolicy (issue 22 item 5): with the default
+// TestRelayOutageWithAgentPolicy: with the default
 // --relay-wait and an agent that follows the real agent's reconnect policy
 // (testagent.Reconnector: 10 s handshake timeout, waits 1, 2, 4, 8 s after
 // failed dials), the session that ends a 3 s, 15 s or 40 s relay outage

@@ -6,7 +6,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// peerLimits bounds what one WireKubePeer may hold (issue 11 item 4): at
+// peerLimits bounds what one WireKubePeer may hold: at
 // most maxSessions admitted requests (held for the relay, upgrading or in
 // a session), of which at most maxUnregistered have not verified their
 // Register yet. The defaults (2 and 1) fit the agent's live session plus

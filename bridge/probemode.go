@@ -15,7 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// The probe subprotocol (contract.SubprotocolProbe, issue 14). A client
+// The probe subprotocol (contract.SubprotocolProbe). A client
 // that offers it and not wirekube.relay.v1 goes through every check an
 // agent does — the proxy's authorization, the identity headers, the
 // key-mismatch backoff, the per-peer limits, and a relay dial (held like

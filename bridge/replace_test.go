@@ -72,7 +72,7 @@ func refusedWith(t *testing.T, url string, hdr http.Header, reason contract.Reas
 // live one only when extauthz admitted both under the same binding (the
 // agent's reconnect, half-open old session included); any other binding
 // of the same peer is refused before the upgrade and the live session
-// keeps the key (issue 20 item 4).
+// keeps the key.
 func TestReplaceOnlySameBinding(t *testing.T) {
 	k := testKey(1)
 	noBinding := func(subject string) http.Header {

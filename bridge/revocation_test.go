@@ -179,7 +179,7 @@ func TestRevocationStream(t *testing.T) {
 		Reason: string(contract.CloseRevocationLimit)}}))
 	expectClose(t, d, websocket.ClosePolicyViolation, contract.CloseRevocationLimit)
 	waitHeld(t, f, 1)
-	// Issue 22: three revocations (revocation_limit is one), no expiry.
+	// Three revocations (revocation_limit is one), no expiry.
 	wantAuthCloses(t, h, map[string]float64{causeRevoked: 3, causeTokenExpired: 0, causeRevocationStale: 0})
 
 	// Hang up: the bridge reconnects and lists what is live (only a).

@@ -23,7 +23,7 @@ const DefaultIdentityKeysFile = "/run/wirekube-revocation/identity-keys"
 const keysMinReload = time.Second
 
 // SignatureOptions are the settings of the identity header signature check
-// (issue 28, docs/revocation.md#signing).
+// (docs/revocation.md#signing).
 type SignatureOptions struct {
 	// IdentityKeysFile holds the public keys whose X-WireKube-Signature the
 	// bridge accepts (written by extauthz; re-read when a signature names an

@@ -17,7 +17,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
-// testBindingRules: issue 20's identities without blind spots, against the
+// testBindingRules: every identity kind without blind spots, against the
 // real kube-apiserver: a per-peer ServiceAccount's Pod-bound token is held
 // to its Pod, and a Pod-bound token to its Pod's Node, both for the live
 // session (closed) and the next upgrade (refused).

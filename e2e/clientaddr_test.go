@@ -21,7 +21,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
-// Issue 31: the client's real address, from the trusted hop only. Every
+// The client's real address, from the trusted hop only. Every
 // dial here carries a forged X-Forwarded-For; what extauthz's check line,
 // the bridge's session line and /debug/sessions record must be the address
 // the front established (the loopback peer, or the PROXY protocol's

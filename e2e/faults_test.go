@@ -101,7 +101,7 @@ func (e *env) faultRelay(t *testing.T) {
 		})
 		t.Run(f.name+"/new_upgrade_503", func(t *testing.T) {
 			wantRefused(t, f.opts(ids[f.name]), http.StatusServiceUnavailable, contract.ReasonRelayUnavailable)
-			// Issue 22: both refusals are found by node name and request id.
+			// Both refusals are found by node name and request id.
 			e.traced(t, f, "bridge", ids[f.name].peer, string(contract.CloseRelayLost), "")
 			e.traced(t, f, "bridge", ids[f.name].peer, string(contract.ReasonRelayUnavailable), string(contract.ReasonRelayUnavailable))
 		})
@@ -164,7 +164,7 @@ func (e *env) faultBridgeDrain(t *testing.T) {
 	// each front answers 503 bridge_unavailable (no bare 502).
 	for _, f := range e.fronts {
 		wantRefused(t, f.opts(late), http.StatusServiceUnavailable, contract.ReasonBridgeUnavailable)
-		// Issue 22: no bridge saw it; extauthz's allow line of the node
+		// No bridge saw it; extauthz's allow line of the node
 		// carries the request id of the front's bridge_unavailable line.
 		e.traced(t, f, "extauthz", late.peer, string(contract.ResultAllowed), string(contract.ReasonBridgeUnavailable))
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
-// testForgedToBridge (issue 28): whoever reaches the bridge's own address
+// testForgedToBridge: whoever reaches the bridge's own address
 // (node-local traffic, the API server's Pod proxy, a cluster without
 // NetworkPolicy) can send identity headers. A complete set, binding
 // included, copied from a real extauthz answer, is refused without

@@ -47,7 +47,7 @@ type frontRow struct {
 	// any filter (envoy.yaml's headers_with_underscores_action).
 	rejectsUnderscores bool
 	// ownLogs: this row's log test is here. nginx's and the gRPC stand-in's
-	// access logs are tested by e2e/logs_test.go (issue 16).
+	// access logs are tested by e2e/logs_test.go.
 	ownLogs bool
 
 	mu     sync.Mutex

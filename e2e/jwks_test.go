@@ -70,7 +70,7 @@ func (e *env) testLocalVerification(t *testing.T, f front) {
 	}
 }
 
-// forgedToken is issue 11's attacker token: a random kid, a numeric exp and
+// forgedToken is the forged-token attacker's token: a random kid, a numeric exp and
 // a random signature.
 func forgedToken() string {
 	enc := base64.RawURLEncoding

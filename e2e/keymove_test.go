@@ -18,7 +18,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
-// testKeyMoved (issue 28, item 1) against the real kube-apiserver: node M
+// testKeyMoved against the real kube-apiserver: node M
 // writes a fresh key into victim V's WireKubePeer, then V's old key into
 // its own. Each key is held by one peer, so no peer_key_duplicate; V's
 // session closes peer_key_changed; M, with its own valid token and V's old
@@ -60,7 +60,7 @@ func (e *env) testKeyMoved(t *testing.T) {
 	t.Fatalf("M not admitted with the key after V's WireKubePeer was deleted: %v", err)
 }
 
-// testStrangerEvents (issue 28, item 3) against the real kube-apiserver: 30
+// testStrangerEvents against the real kube-apiserver: 30
 // expired Node-bound tokens of a ServiceAccount no rule admits (one a
 // namespace editor can mint), naming Z's node, write no Event on Z's
 // WireKubePeer; Z's own expired tokens spend the refusal budget of Z's

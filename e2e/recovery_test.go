@@ -18,7 +18,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testagent"
 )
 
-// The recovery suite (issue 14): two agents that follow the real agent's
+// The recovery suite: two agents that follow the real agent's
 // reconnect policy (testagent.Reconnector) exchange Data frames every
 // frameInterval, one through nginx and one through the gRPC front, while a
 // component fails. Each case logs the data-path downtime (the longest
@@ -168,7 +168,7 @@ func (e *env) recoverRelay(t *testing.T, down time.Duration) {
 	t.Logf("RECOVERY relay down %s (measured %s): data path down %s; the agent's schedule gives %s with the hold, %s without; a: %s; b: %s",
 		down, outage.Round(time.Millisecond), got.Round(time.Millisecond), agentRecovery(outage, relayWait).Round(time.Millisecond),
 		agentRecovery(outage, 0).Round(time.Millisecond), describe(ra), describe(rb))
-	// Issue 22 item 5, by the order of events (durations: bench/recovery):
+	// Each outage costs at most itself + 1 s, by the order of events (durations: bench/recovery):
 	// each agent's data path came back through a dial that was already held
 	// when the relay returned, so the outage cost no backoff step.
 	for name, r := range map[string]testagent.Report{"a": ra, "b": rb} {

@@ -24,7 +24,7 @@ func (e *env) agentAndPeerSA(t *testing.T, peer string) (agent, perPeer identity
 	return agent, perPeer
 }
 
-// testReplaceOnlySameBinding: issue 20 item 4, against the real
+// testReplaceOnlySameBinding, against the real
 // kube-apiserver. A live agent-token session of peer P is not replaced by
 // a per-peer-token session of P (403 key_held_by_other_binding, the agent
 // still echoes) and vice versa; the agent's reconnect with its own binding

@@ -20,7 +20,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
-// testTokenPlaces: scenario 9 (issue 11 item 5). A token a client puts
+// testTokenPlaces: scenario 9. A token a client puts
 // anywhere but the one Authorization header (the path, the query, the
 // fragment, the Host header, a cookie, the User-Agent, a second
 // Authorization header) never opens a session and never reaches a log: each

@@ -20,7 +20,7 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// testTraceable: scenario 11 (issue 22 item 1). Each refusal kind is found
+// testTraceable: scenario 11. Each refusal kind is found
 // by node name in our logs (extauthz's check line or the bridge's line), with
 // its reason and a request id, and the front's access log holds a line with
 // the same request id and the reason the client got. Drain and relay down

@@ -10,7 +10,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// recoveryProperties (issue 14): no bare upstream error, and a refused
+// recoveryProperties: no bare upstream error, and a refused
 // connect moves to another bridge endpoint.
 func recoveryProperties() []property {
 	return []property{

@@ -13,7 +13,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// The per-source upgrade limit (issue 28), written down from the sizing in
+// The per-source upgrade limit, written down from the sizing in
 // docs/deploy.md#per-source-limits, not read from the config: a burst of the
 // bridge's --max-sessions (a whole replica's agents behind one NAT address
 // reconnecting at once), then 200 a second, one bucket for each address that

@@ -81,11 +81,11 @@ type Decision struct {
 	Detail string
 	// ClaimedNode is the node a token refused by TokenReview names in its
 	// verified claims (signature checked locally), for the log line only:
-	// the refusal is then traceable by node name (issue 22).
+	// the refusal is then traceable by node name.
 	ClaimedNode string
 	// admissible: the verified claims name an identity some rule of the
 	// path could admit (the prefilter, prefilter.go). Only such a refusal
-	// may choose the object an Event is written on (issue 28).
+	// may choose the object an Event is written on.
 	admissible bool
 	// firstHolder is the WireKubePeer that first held the key of a
 	// peer_key_moved refusal (keyhistory.go): its Event goes there too.

@@ -15,7 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// Kubernetes Events on the WireKubePeer (issue 22, docs/extauthz.md#events):
+// Kubernetes Events on the WireKubePeer (docs/extauthz.md#events):
 // when extauthz revokes a live session, or refuses an upgrade for a reason
 // the operator must fix on the peer, `kubectl describe wkpeer NAME` shows it.
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// Lanes of wirekube_extauthz_peer_events_total (issue 28, item 3).
+// Lanes of wirekube_extauthz_peer_events_total.
 const (
 	laneRevocation = "revocation" // Revoked: a live session closed by an object change
 	laneRefusal    = "refusal"    // Refused: an upgrade refused

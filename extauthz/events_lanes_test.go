@@ -12,8 +12,7 @@ import (
 // expired token of a ServiceAccount no rule admits (default/stranger: a
 // namespace editor can mint one), Node-bound to node-a, is refused 401
 // token_invalid as any expired token, and writes no Event on node-a's
-// WireKubePeer; the same expired token of node-a's agent still does
-// (issue 28, item 3).
+// WireKubePeer; the same expired token of node-a's agent still does.
 func TestCheckStrangerExpiredTokenRecordsNoEvent(t *testing.T) {
 	env := newEnv(t, nil)
 	e := newEventsEnv(t, env.in)

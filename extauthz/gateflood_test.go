@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The review gate flood (issue 28): identities flooding the gate with
+// The review gate flood: identities flooding the gate with
 // distinct valid tokens (compromised agents minting tokens for their own
 // Pods) while fresh agents connect. Fake time (synctest), so the figures
 // do not depend on the machine; the gate has the defaults

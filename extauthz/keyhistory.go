@@ -13,7 +13,7 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// Key history (issue 28, item 1; docs/revocation.md#keys). Every agent may
+// Key history (docs/revocation.md#keys). Every agent may
 // write every WireKubePeer: node M can write a fresh key into victim V's
 // WireKubePeer and then V's old key into its own. Each key is then held by
 // one peer, so peer_key_duplicate does not fire, and M's own valid token

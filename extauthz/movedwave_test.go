@@ -10,7 +10,7 @@ import (
 )
 
 // TestReviewGateHoldsAMovedWaveInFairOrder is the admission order of a
-// replica's share of moved agents (issue 32), in fake time: a rate of 10
+// replica's share of moved agents, in fake time: a rate of 10
 // TokenReviews per second, a burst of 1, a wait of 2 s, slots to spare.
 // The wave is identity a three times (three tokens of one identity, the
 // first one's TokenReview still in flight), b1 to b18 each once, then c1

@@ -31,8 +31,8 @@ const signingReloadInterval = 10 * time.Second
 // maxPEMFileLen bounds a key file read.
 const maxPEMFileLen = 64 << 10
 
-// SigningOptions configure the signature on the identity headers (issue 28,
-// docs/revocation.md#signing).
+// SigningOptions configure the signature on the identity headers
+// (docs/revocation.md#signing).
 type SigningOptions struct {
 	// IdentitySigningKeyFile is a PEM Ed25519 private key (PKCS #8, from a
 	// Secret mounted into this container only) to sign with. Empty (the
@@ -178,7 +178,7 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 	}
 	if client == clientaddr.Unknown {
 		// Nothing named the client: no header, and the message of the
-		// five fields a bridge before issue 31 verifies.
+		// five fields a bridge that predates the client address verifies.
 		d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
 		return d
 	}

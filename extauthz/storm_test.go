@@ -69,14 +69,14 @@ type stormResult struct {
 	p50, p99      time.Duration
 }
 
-// BenchmarkAttackStorm is issue 11's attack: distinct forged tokens from
+// BenchmarkAttackStorm is the forged-token attack: distinct forged tokens from
 // stormWorkers closed-loop senders over gRPC on loopback for the storm
 // duration, while stormAgents legitimate agents with fresh, never-cached
 // tokens (each bound to its own Pod) connect at once one second in and
 // retry 503 answers with the real agent's backoff (1, 2, 4 ... 30 s) until
 // the storm ends. It runs a baseline without an attack, the forged storm
 // with the API up, and with the API down under each --on-review-unavailable
-// setting; then issue 20's storms with the API up: validly signed tokens of
+// setting; then the stranger storms with the API up: validly signed tokens of
 // a ServiceAccount no rule admits (anyone with create serviceaccounts/token
 // in some namespace mints them), and distinct valid tokens of one agent
 // identity (a node minting tokens for its own agent Pod). The fake

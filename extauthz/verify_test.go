@@ -27,7 +27,7 @@ import (
 
 var b64 = base64.RawURLEncoding
 
-// forgeExpOnly is the attacker's token of issue 11: a random kid, a numeric
+// forgeExpOnly is the forged-token attacker's token: a random kid, a numeric
 // exp claim and a random signature.
 func forgeExpOnly(exp time.Time) string {
 	hdr := fmt.Sprintf(`{"alg":"RS256","typ":"JWT","kid":%q}`, rand.Text())

@@ -1,4 +1,4 @@
-// Package bench is the fixed-workload benchmark of the bridge (issue 16). In
+// Package bench is the fixed-workload benchmark of the bridge. In
 // one run on loopback, against the same reference relay and with the same
 // load generator, it compares the bridge with the naive single-process
 // WebSocket-to-TCP gateway it builds itself (naive.go), plain and with TLS

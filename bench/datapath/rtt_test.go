@@ -29,7 +29,7 @@ type rttPath struct {
 	cpu   float64         // gateway CPU seconds over all rounds
 }
 
-// BenchmarkRoundTrip is the latency added by the bridge (issue 23 item 4):
+// BenchmarkRoundTrip is the latency added by the bridge:
 // 64-byte Data frames ping-ponged between two registered peers, over direct
 // TCP, through the bridge and through the naive gateway, in interleaved
 // rounds so a swing in machine load hits every path alike. It prints each
@@ -124,7 +124,7 @@ func measureRounds(ctx context.Context, paths []*rttPath, addr string, relay *re
 	return nil
 }
 
-// rttPayload is the Data payload of a ping (issue 23: 64 bytes).
+// rttPayload is the Data payload of a ping: 64 bytes.
 const rttPayload = 64
 
 func (p *rttPath) measure(ctx context.Context, relayAddr string, relay *refrelay.Server, salt byte, n int) error {

@@ -15,7 +15,7 @@ import (
 // OneReplica is a single-replica Pod replacement (a Pod deletion, an
 // eviction or a node drain with replicas: 1): the only bridge drains while
 // its replacement, a new Pod on another address, becomes ready Startup
-// after the drain began. Issue 31 §4. The same workload runs twice: with
+// after the drain began. The same workload runs twice: with
 // the drain order of a bridge that cannot know whether its sessions have
 // somewhere to go (no --drain-peers: closes spread over half of
 // --drain-timeout), and with --drain-peers (sessions held until the

@@ -1,5 +1,5 @@
 // Package recovery measures what agents feel when a component of the
-// gateway restarts (issue 14): N agents following the real agent's
+// gateway restarts: N agents following the real agent's
 // reconnect policy (testagent.Reconnector), in pairs exchanging Data frames,
 // talk through a TCP front to two in-process bridges in front of an
 // in-process reference relay. Two scenarios: the relay restarts (down for
@@ -438,8 +438,8 @@ type OutageRow struct {
 	Down   Downtimes
 }
 
-// RunOutages runs the relay-restart scenario once per outage (issue 22
-// item 5: 3, 15 and 40 s with the default --relay-wait), each on a fresh
+// RunOutages runs the relay-restart scenario once per outage
+// (3, 15 and 40 s with the default --relay-wait), each on a fresh
 // gateway.
 func RunOutages(ctx context.Context, cfg Config, outages []time.Duration) ([]OutageRow, error) {
 	var rows []OutageRow

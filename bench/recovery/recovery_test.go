@@ -100,7 +100,7 @@ func BenchmarkRecovery(b *testing.B) {
 
 // BenchmarkRelayOutages prints the data-path downtime of 3, 15 and 40 s
 // relay outages with 100 agents and the bridge's default --relay-wait
-// (issue 22 item 5: each should cost at most the outage + 1 s). Figures,
+// (each should cost at most the outage + 1 s). Figures,
 // not assertions; it runs once whatever b.N is.
 func BenchmarkRelayOutages(b *testing.B) {
 	if b.N > 1 {

@@ -1,4 +1,4 @@
-// Package scale is the many-agents benchmark (issue 23 items 3 and 5): a
+// Package scale is the many-agents benchmark: a
 // real kube-apiserver and etcd (internal/test/stack), Replicas gateway
 // replicas each as the Pod runs it (wirekube-extauthz, wirekube-bridge on
 // that extauthz's revocation stream, the shipped nginx config as the TLS

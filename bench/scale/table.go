@@ -278,7 +278,7 @@ var (
 	}
 )
 
-// phaseRows are a scenario's figures beside their goals (issue 32); every
+// phaseRows are a scenario's figures beside their goals; every
 // value names the run's size and mode and the load and steal over the
 // scenario.
 func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {

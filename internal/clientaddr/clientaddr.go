@@ -1,5 +1,5 @@
 // Package clientaddr reads the client's address the way extauthz records it
-// and the bridge shows it (issue 31, docs/spec.md#client-address): from the
+// and the bridge shows it (docs/spec.md#client-address): from the
 // X-Forwarded-For the front itself wrote, counting only the hops an
 // operator trusts, and never as the raw string a client sent. It imports
 // nothing of either server.

@@ -15,7 +15,7 @@ const (
 	Subprotocol = "wirekube.relay.v1"
 	// DefaultAudience is the token audience the gateway requires.
 	DefaultAudience = "wirekube-relay"
-	// SubprotocolProbe is the probe's subprotocol (issue 14): the bridge
+	// SubprotocolProbe is the probe's subprotocol: the bridge
 	// answers it after its relay check with a close frame and never sends a
 	// Register to the relay, so a probe leaves the node's live session alone.
 	SubprotocolProbe = "wirekube.relay.probe.v1"
@@ -40,7 +40,7 @@ const (
 	HeaderBinding = "X-WireKube-Binding"
 	// HeaderSignature is extauthz's Ed25519 signature over the identity
 	// headers above, with an issue time and a single-use nonce
-	// (internal/identitysig, issue 28): the bridge refuses an upgrade
+	// (internal/identitysig): the bridge refuses an upgrade
 	// whose identity headers it does not carry, so a header set sent
 	// straight to the bridge's address is worthless.
 	HeaderSignature = "X-WireKube-Signature"
@@ -48,7 +48,7 @@ const (
 	// it from the front's X-Forwarded-For and --trusted-hops
 	// (internal/clientaddr: an IP address in canonical form, or
 	// "invalid"), covered by the signature: the bridge shows the address
-	// extauthz saw, never one a client wrote (issue 31). It decides
+	// extauthz saw, never one a client wrote. It decides
 	// nothing.
 	HeaderClientAddress = "X-WireKube-Client-Address"
 	// HeaderDenyReason carries the Reason of a denied request.
@@ -104,18 +104,18 @@ const (
 	ReasonPeerNotFound              Reason = "peer_not_found"
 	ReasonPeerKeyInvalid            Reason = "peer_key_invalid"
 	ReasonIdentityHeaderInvalid     Reason = "identity_header_invalid"
-	// ReasonTokenSecretBound: a token bound to a Secret (issue 20). The
+	// ReasonTokenSecretBound: a token bound to a Secret. The
 	// gateway cannot follow Secrets (extauthz may not read them), so it
 	// could not end a session when the Secret is deleted: refused on the
 	// relay path (docs/revocation.md#identities).
 	ReasonTokenSecretBound Reason = "token_secret_bound"
 	// ReasonPeerKeyDuplicate: the peer's spec.publicKey is also the key of
-	// another WireKubePeer (issue 20). Every agent may write every
+	// another WireKubePeer. Every agent may write every
 	// WireKubePeer, so a copied key is vouched for by neither peer: both
 	// are refused, and their live sessions closed, until one key changes.
 	ReasonPeerKeyDuplicate Reason = "peer_key_duplicate"
 	// ReasonPeerKeyMoved: the peer's spec.publicKey was first held by
-	// another WireKubePeer that still exists (issue 28): a key moved from one
+	// another WireKubePeer that still exists: a key moved from one
 	// peer to another (node M writes a fresh key into V's WireKubePeer, then
 	// V's old key into its own) is refused on the new holder, and its live
 	// sessions closed, while the first holder exists. Also a 1008 close
@@ -144,7 +144,7 @@ const (
 	ReasonDraining          Reason = "draining"
 )
 
-// Deny reasons of local token verification (issue 11): decided by extauthz
+// Deny reasons of local token verification: decided by extauthz
 // from the cluster's published signing keys, before and without any
 // TokenReview.
 const (
@@ -154,7 +154,7 @@ const (
 	ReasonTokenSignatureInvalid Reason = "token_signature_invalid"
 )
 
-// Recovery and per-identity limits (issues 14 and 11). The bridge answers
+// Recovery and per-identity limits. The bridge answers
 // these before the upgrade; bridge_unavailable comes from the front (nginx
 // error_page, Envoy local reply) when no bridge takes the connection.
 const (
@@ -171,7 +171,7 @@ const (
 	// within its backoff window.
 )
 
-// Bounds of the bridge's session listing (/debug/sessions, issue 28), 429
+// Bounds of the bridge's session listing (/debug/sessions), 429
 // with Retry-After: 1. Each walk of the session table costs the bridge
 // time in proportion to its sessions, whatever the page size.
 const (
@@ -183,7 +183,7 @@ const (
 	ReasonSessionsListRate Reason = "sessions_list_rate"
 )
 
-// ReasonSourceRateLimited (429, from the front, issue 28): one client address
+// ReasonSourceRateLimited (429, from the front): one client address
 // asked for more /relay upgrades than its bucket holds (Envoy's local rate
 // limit on the relay route, docs/deploy.md); Envoy adds Retry-After.
 const ReasonSourceRateLimited Reason = "source_rate_limited"
@@ -207,8 +207,8 @@ const (
 	CloseProbeOK Reason = "probe_ok" // 1000
 )
 
-// Close reasons of a live session whose authorization ended (issue 10,
-// docs/revocation.md). All close with 1008. A revocation by extauthz also
+// Close reasons of a live session whose authorization ended
+// (docs/revocation.md). All close with 1008. A revocation by extauthz also
 // reuses the deny reason of the rule that no longer holds: pod_not_found,
 // pod_uid_mismatch, pod_service_account_mismatch, pod_terminated, pod_not_scheduled,
 // node_mismatch, service_account_not_found, identity_not_allowed,
@@ -232,7 +232,7 @@ const (
 // /readyz fails meanwhile (docs/revocation.md).
 const ReasonRevocationUnavailable Reason = "revocation_unavailable"
 
-// Deny reasons of the identity signature (issue 28), answered by the bridge
+// Deny reasons of the identity signature, answered by the bridge
 // before the relay is dialled: the identity headers did not come from an
 // extauthz answer the bridge can verify, once, within its window. 403: the
 // front (or whoever reached the bridge's address) vouched for an identity

@@ -1,6 +1,6 @@
 // Package identitysig is the signature extauthz puts on the identity headers
-// it answers and the bridge verifies before an upgrade (issue 28,
-// docs/spec.md#identity-headers): without it, anyone who reaches the bridge's
+// it answers and the bridge verifies before an upgrade
+// (docs/spec.md#identity-headers): without it, anyone who reaches the bridge's
 // address could send a complete identity header set of their own.
 //
 // The header value is
@@ -51,8 +51,8 @@ var ErrMalformed = errors.New("identitysig: malformed signature")
 // ClientAddress may be empty).
 type Fields struct {
 	Peer, PublicKey, Identity, TokenExpires, Binding string
-	// ClientAddress is the client's address as extauthz established it
-	// (issue 31). Empty (an extauthz that predates it) leaves it out of
+	// ClientAddress is the client's address as extauthz established it.
+	// Empty (an extauthz that predates it) leaves it out of
 	// the message altogether, so such a signature still verifies; a
 	// non-empty one is a sixth length-prefixed field, so no five-field
 	// message equals a six-field one.

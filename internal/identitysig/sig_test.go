@@ -241,8 +241,8 @@ func TestNonTrailingBitsRejected(t *testing.T) {
 }
 
 // TestMessageWithoutClientAddress: a field set without a client address
-// is signed over exactly the five fields an extauthz before issue 31
-// signed, so its signatures still verify; the bytes are written out here
+// is signed over exactly the five fields an extauthz that predates the client
+// address signed, so its signatures still verify; the bytes are written out here
 // from the format's description, not from Message.
 func TestMessageWithoutClientAddress(t *testing.T) {
 	var nonce [NonceLen]byte

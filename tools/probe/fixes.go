@@ -23,7 +23,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonTokenMalformed:   "the token is not a well-formed JWT (or the header is not 'Bearer <token>'): check the token file holds exactly one ServiceAccount token",
 	contract.ReasonTokenInvalid:     "the token was rejected by TokenReview (expired, revoked, or from another cluster): issue a fresh one (wirekube-relay-token issue --peer NAME) or check the projected token mount",
 	contract.ReasonAudienceMismatch: "the token's audience is not wirekube-relay: issue it with --audience=wirekube-relay",
-	// 401, local verification (issue 11).
+	// 401, local verification.
 	contract.ReasonTokenSignatureInvalid: "the token's signature does not verify against this cluster's ServiceAccount signing keys: use a token issued by this cluster (a token of another cluster, or one made up, never passes); after a signing-key rotation issue a fresh one",
 
 	// 403: a valid token, but not for this.
@@ -46,7 +46,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonPeerKeyInvalid:            "the WireKubePeer's spec.publicKey is not a 32-byte base64 key: fix the peer object (kubectl get wkpeer NAME -o yaml)",
 	contract.ReasonIdentityHeaderInvalid:     "the bridge got missing or malformed X-WireKube-* identity headers: fix the proxy config so the ext_authz answer's headers reach the bridge",
 	// 403 from the bridge: the identity headers carry no signature it can
-	// verify (issue 28).
+	// verify.
 	contract.ReasonIdentitySignatureMissing:  "the bridge got identity headers without X-WireKube-Signature: the proxy must pass that header from the ext_authz answer like the others (docs/revocation.md#signing); from anywhere but the proxy this is a forgery attempt",
 	contract.ReasonIdentitySignatureInvalid:  "the identity headers' signature does not verify against the keys extauthz published to this bridge: a front that asks another replica's extauthz needs --identity-signing-key-file from one Secret in every replica (docs/revocation.md#signing); otherwise the headers were forged or altered",
 	contract.ReasonIdentitySignatureStale:    "the identity headers were signed longer ago than the bridge's --identity-signature-max-age (or in the future): check the clocks of the gateway's nodes and that the proxy does not hold upgrades; retry",
@@ -61,17 +61,17 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonDraining:                "the gateway replica is shutting down: retry, another replica will take the connection",
 	contract.ReasonIdentityReplayCacheFull: "the bridge remembers --identity-replay-cache-size signatures within its max age and none expired yet: retry in a second; raise the size if upgrades come this fast",
 
-	// Recovery and per-identity limits (issues 14 and 11).
+	// Recovery and per-identity limits.
 	contract.ReasonPeerSessionLimit:      "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",
 	contract.ReasonPeerUnregisteredLimit: "another session of this WireKubePeer is still before its Register: retry in a second; if it persists another client is using this node's identity",
 	contract.ReasonRelayWaitFull:         "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
 	contract.ReasonBridgeUnavailable:     "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
 
-	// The session listing's bounds (issue 28).
+	// The session listing's bounds.
 	contract.ReasonSessionsListBusy: "another /debug/sessions listing of this bridge is being served: retry in a second (one at a time)",
 	contract.ReasonSessionsListRate: "more than 10 /debug/sessions listings a second were asked of this bridge: retry in a second, and poll the listing by hand, not from a loop",
 
-	// The front's per-source limit (issue 28).
+	// The front's per-source limit.
 	contract.ReasonSourceRateLimited: "this client address made more /relay upgrades than Envoy's per-source bucket allows (burst = --max-sessions, then 200 a second): stop the loop that reconnects from this address, or raise the bucket if many agents share it (docs/deploy.md)",
 
 	// WebSocket close reasons after the upgrade.

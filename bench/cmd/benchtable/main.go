@@ -239,7 +239,7 @@ func metricRows(m metrics) []benchrow.Row {
 	} else {
 		relay, drain = na(relay), na(drain)
 	}
-	// Issue 31 §4: the only bridge replaced; the baseline is the same run
+	// The only bridge replaced; the baseline is the same run
 	// without --drain-peers (closes spread over half the drain).
 	one := benchrow.Row{Figure: "recovery: the only bridge replaced (new one ready 3 s after SIGTERM), data path down p99, --drain-peers (1,000 agents)",
 		Goal: "-", Met: "-"}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestNginxAccessLogHasNoClientText: the shipped access log format uses no
-// variable a client writes freely (issue 11 item 5: no token in a log by
+// variable a client writes freely (no token in a log by
 // construction). Only the listed variables may appear; $wirekube_route is a
 // map of $uri to fixed names, never $uri itself.
 func TestNginxAccessLogHasNoClientText(t *testing.T) {
@@ -25,7 +25,7 @@ func TestNginxAccessLogHasNoClientText(t *testing.T) {
 		// Set by extauthz, the bridge or nginx's own error page (issue
 		// 22): a reason code, never a client's text.
 		"$sent_http_x_wirekube_deny_reason": true,
-		// X-WireKube-Client-Address of extauthz's allow (issue 31): an
+		// X-WireKube-Client-Address of extauthz's allow: an
 		// address it parsed, "invalid", or empty; never the client's text.
 		"$wk_client_address": true,
 		// nginx's own id; the snippet overwrites any client X-Request-Id.
