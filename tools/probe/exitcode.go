@@ -24,8 +24,8 @@ const (
 	ExitPeersWithoutSession = 11
 	// The forward proxy of --proxy or the environment (docs/tools.md).
 	ExitProxyUnreachable = 12 // the proxy's name, TCP port or CONNECT answer failed
-	ExitProxyAuth        = 13 // CONNECT answered 407
-	ExitProxyRefused     = 14 // CONNECT answered 403 (port not allowed) or another non-200
+	ExitProxyAuth        = 13 // CONNECT answered 407 or 401
+	ExitProxyRefused     = 14 // CONNECT answered 403 (port not allowed) or another status but 200, 401, 407
 	ExitProxyTLS         = 15 // through the proxy, a certificate not from the expected CA
 	// ExitIdleClosed: --idle: the path closed the session while it was
 	// held idle the way an agent holds it.
