@@ -74,17 +74,18 @@ func TestChartLint(t *testing.T) {
 // TestChartRejectsBadValues: values the chart must refuse to render.
 func TestChartRejectsBadValues(t *testing.T) {
 	for name, extra := range map[string][]string{
-		"unknown front":                  {"--set", "front=nginx"},
-		"no replicas":                    {"--set", "replicas=0"},
-		"removed mode migrate":           {"--set", "networkPolicy.mode=migrate"},
-		"removed migrationNodeCIDRs":     {"--set", "networkPolicy.mode=enforce,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
-		"removed networkPolicy.enabled":  {"--set", "networkPolicy.enabled=true"},
-		"envoy memory below its heap":    {"--set", "bridge.maxSessions=40000"},
-		"unknown Envoy config":           {"--set", "envoy.config=envoy-custom.yaml"},
-		"helm test without a public key": {"--set", "helmTest.peer=node-a"},
-		"unknown peerAdmission.install":  {"--set", "peerAdmission.install=yes"},
-		"relayAddr port over 65535":      {"--set", "bridge.relayAddr=wirekube-relay-control:70000"},
-		"memory request over its limit":  {"--set", "bridge.resources.requests.memory=1Gi"},
+		"unknown front":                       {"--set", "front=nginx"},
+		"no replicas":                         {"--set", "replicas=0"},
+		"removed mode migrate":                {"--set", "networkPolicy.mode=migrate"},
+		"removed migrationNodeCIDRs":          {"--set", "networkPolicy.mode=enforce,networkPolicy.migrationNodeCIDRs={10.0.0.0/24}"},
+		"removed networkPolicy.enabled":       {"--set", "networkPolicy.enabled=true"},
+		"envoy memory below its heap":         {"--set", "bridge.maxSessions=40000"},
+		"unknown Envoy config":                {"--set", "envoy.config=envoy-custom.yaml"},
+		"helm test without a public key":      {"--set", "helmTest.peer=node-a"},
+		"unknown peerAdmission.install":       {"--set", "peerAdmission.install=yes"},
+		"relayAddr port over 65535":           {"--set", "bridge.relayAddr=wirekube-relay-control:70000"},
+		"memory request over its limit":       {"--set", "bridge.resources.requests.memory=1Gi"},
+		"drainRate too slow for drainTimeout": {"--set", "bridge.drainRate=500"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {

@@ -154,22 +154,24 @@ func TestChartSchemaRefuses(t *testing.T) {
 		extra []string
 		names string
 	}{
-		"typo at the top":        {[]string{"--set", "replica=3"}, "replica"},
-		"typo below":             {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
-		"string for integer":     {[]string{"--set", "replicas=two"}, "/replicas"},
-		"unknown policy stage":   {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
-		"bad duration":           {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
-		"bad digest":             {[]string{"--set", "image.digest=latest"}, "/image/digest"},
-		"unknown Service type":   {[]string{"--set", "service.type=External"}, "/service/type"},
-		"list for a string":      {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
-		"flag without dashes":    {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
-		"selector in podLabels":  {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
-		"PDB maxUnavailable 0":   {[]string{"--set", "podDisruptionBudget.maxUnavailable=0"}, "/podDisruptionBudget/maxUnavailable"},
-		"PDB maxUnavailable 0%":  {[]string{"--set", "podDisruptionBudget.maxUnavailable=0%"}, "/podDisruptionBudget/maxUnavailable"},
-		"PDB over 100%":          {[]string{"--set", "podDisruptionBudget.maxUnavailable=101%"}, "/podDisruptionBudget/maxUnavailable"},
-		"maxSessions unbounded":  {[]string{"--set", "bridge.maxSessions=100000"}, "/bridge/maxSessions"},
-		"relayAddr without port": {[]string{"--set", "bridge.relayAddr=wirekube-relay-control.wirekube-system.svc"}, "/bridge/relayAddr"},
-		"memory not a quantity":  {[]string{"--set", "bridge.resources.limits.memory=lots"}, "/bridge/resources/limits/memory"},
+		"typo at the top":          {[]string{"--set", "replica=3"}, "replica"},
+		"typo below":               {[]string{"--set", "bridge.maxSesions=30000"}, "maxSesions"},
+		"string for integer":       {[]string{"--set", "replicas=two"}, "/replicas"},
+		"unknown policy stage":     {[]string{"--set", "networkPolicy.mode=lockdown"}, "/networkPolicy/mode"},
+		"bad duration":             {[]string{"--set", "bridge.drainTimeout=30"}, "/bridge/drainTimeout"},
+		"bad digest":               {[]string{"--set", "image.digest=latest"}, "/image/digest"},
+		"unknown Service type":     {[]string{"--set", "service.type=External"}, "/service/type"},
+		"list for a string":        {[]string{"--set", "publicHost={a,b}"}, "/publicHost"},
+		"flag without dashes":      {[]string{"--set", "bridge.extraArgs={max-sessions=1}"}, "/bridge/extraArgs"},
+		"selector in podLabels":    {[]string{"--set", "podLabels.app\\.kubernetes\\.io/name=x"}, "/podLabels"},
+		"PDB maxUnavailable 0":     {[]string{"--set", "podDisruptionBudget.maxUnavailable=0"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB maxUnavailable 0%":    {[]string{"--set", "podDisruptionBudget.maxUnavailable=0%"}, "/podDisruptionBudget/maxUnavailable"},
+		"PDB over 100%":            {[]string{"--set", "podDisruptionBudget.maxUnavailable=101%"}, "/podDisruptionBudget/maxUnavailable"},
+		"maxSessions unbounded":    {[]string{"--set", "bridge.maxSessions=100000"}, "/bridge/maxSessions"},
+		"relayAddr without port":   {[]string{"--set", "bridge.relayAddr=wirekube-relay-control.wirekube-system.svc"}, "/bridge/relayAddr"},
+		"memory not a quantity":    {[]string{"--set", "bridge.resources.limits.memory=lots"}, "/bridge/resources/limits/memory"},
+		"unreadyAt under 50":       {[]string{"--set", "bridge.unreadyAt=1"}, "/bridge/unreadyAt"},
+		"envoy arg without dashes": {[]string{"--set", "envoy.extraArgs={concurrency=2}"}, "/envoy/extraArgs"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, tc.extra...)
@@ -477,7 +479,7 @@ func TestChartMovedAgentValues(t *testing.T) {
 	mustf(t, parseExtauthz(t, container(def, "extauthz").Args).OnReviewThrottled == "deny", "default --on-review-throttled is not deny")
 	mustf(t, parseBridge(t, container(def, "bridge").Args).DrainRate == 0, "default --drain-rate is not 0")
 	mustf(t, parseBridge(t, container(def, "bridge").Args).UnreadyAt == 95, "default --unready-at is not 95")
-	set := renderChart(t, "--set", "extauthz.onReviewThrottled=review-after,bridge.drainRate=75,bridge.unreadyAt=0").deployment(t)
+	set := renderChart(t, "--set", "extauthz.onReviewThrottled=review-after,bridge.drainRate=75,bridge.drainTimeout=300s,bridge.unreadyAt=0").deployment(t)
 	x := parseExtauthz(t, container(set, "extauthz").Args)
 	mustf(t, x.OnReviewThrottled == "review-after", "extauthz.onReviewThrottled=review-after: --on-review-throttled=%q", x.OnReviewThrottled)
 	b := parseBridge(t, container(set, "bridge").Args)

@@ -33,6 +33,11 @@ imagePullPolicy: {{ . }}
   - --disable-hot-restart
   - --log-level
   - {{ .Values.envoy.logLevel }}
+  - --concurrency
+  - {{ include "gw.envoyConcurrency" . | quote }}
+  {{- range .Values.envoy.extraArgs }}
+  - {{ . }}
+  {{- end }}
   ports:
   - {name: {{ $l.name }}, containerPort: {{ $l.port }}, protocol: TCP}
   - {name: envoy-metrics, containerPort: {{ $p.envoyMetrics }}, protocol: TCP}

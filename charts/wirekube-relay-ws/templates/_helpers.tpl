@@ -189,6 +189,12 @@ embedded IPv4 address (::ffff:10.0.0.0/104) is refused: write it in hex groups. 
 {{- if or (lt $port 1) (gt $port 65535) -}}
 {{- fail (printf "bridge.relayAddr %q: the port must be 1-65535" .Values.bridge.relayAddr) -}}
 {{- end -}}
+{{- with .Values.bridge.drainRate -}}
+{{- $need := ceil (divf (int $.Values.bridge.maxSessions) .) | int -}}
+{{- if gt $need (int (include "gw.seconds" $.Values.bridge.drainTimeout)) -}}
+{{- fail (printf "bridge.drainRate %v closes bridge.maxSessions=%d in %d s, longer than bridge.drainTimeout %s: the rest would be cut at its end. Raise drainTimeout to %ds or the rate" . (int $.Values.bridge.maxSessions) $need $.Values.bridge.drainTimeout $need) -}}
+{{- end -}}
+{{- end -}}
 {{- range .Values.service.loadBalancerSourceRanges -}}
 {{- if not (include "gw.isCIDR" .) -}}
 {{- fail (printf "service.loadBalancerSourceRanges: %q is not an IPv4 or IPv6 CIDR (address/prefix)" .) -}}
@@ -231,4 +237,18 @@ file exactly once (a renamed field fails the render instead of silently keeping 
 sleep and the Pod's grace period follow it. */}}
 {{- define "gw.drainSeconds" -}}
 {{- add (include "gw.bridgePreStopSeconds" .) (include "gw.seconds" .Values.bridge.drainTimeout) -}}
+{{- end -}}
+
+{{/* Envoy's --concurrency: envoy.concurrency, else its CPU limit rounded up ("1", "1500m"), else 1. */}}
+{{- define "gw.envoyConcurrency" -}}
+{{- $cpu := dig "limits" "cpu" "" .Values.envoy.resources | toString -}}
+{{- if .Values.envoy.concurrency -}}
+{{- .Values.envoy.concurrency | int -}}
+{{- else if hasSuffix "m" $cpu -}}
+{{- max 1 (ceil (divf (trimSuffix "m" $cpu | float64) 1000)) | int -}}
+{{- else if $cpu -}}
+{{- max 1 (ceil (float64 $cpu)) | int -}}
+{{- else -}}
+1
+{{- end -}}
 {{- end -}}
