@@ -242,6 +242,12 @@ func TestChartEnvoyFilesNoDrift(t *testing.T) {
 // the chart to a temporary directory with the notes as an ordinary template.
 func renderNotes(t *testing.T, extra ...string) string {
 	t.Helper()
+	return renderNotesIn(t, namespace, extra...)
+}
+
+// renderNotesIn is renderNotes for a release in ns.
+func renderNotesIn(t *testing.T, ns string, extra ...string) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "chart")
 	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
 		t.Fatal(err)
@@ -255,7 +261,7 @@ func renderNotes(t *testing.T, extra ...string) string {
 	if err := os.WriteFile(filepath.Join(dir, "templates", "notes-as-template.yaml"), []byte(wrapped), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := render.HelmTemplate(t.Context(), dir, namespace, append(extra, "--show-only", "templates/notes-as-template.yaml")...)
+	out, err := render.HelmTemplate(t.Context(), dir, ns, append(extra, "--show-only", "templates/notes-as-template.yaml")...)
 	if err != nil {
 		t.Fatal(err)
 	}
