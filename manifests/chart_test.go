@@ -53,7 +53,7 @@ var chartValueSets = map[string][]string{
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
-	"ingress-nginx":       {"--set", "front=none,ingress.enabled=true"},
+	"ingress-nginx":       {"--set", "front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
 	"ingress-alb":         {"--set", "ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/x"},
 	"http-route":          {"--set", "envoy.config=envoy-plaintext.yaml,httpRoute.enabled=true,httpRoute.parentRefs[0].name=gw,certificate.enabled=true,certificate.issuerRef.name=le"},
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
@@ -86,6 +86,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		"relayAddr port over 65535":           {"--set", "bridge.relayAddr=wirekube-relay-control:70000"},
 		"memory request over its limit":       {"--set", "bridge.resources.requests.memory=1Gi"},
 		"drainRate too slow for drainTimeout": {"--set", "bridge.drainRate=500"},
+		"Ingress without a controller":        {"--set", "ingress.enabled=true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := render.HelmTemplate(t.Context(), chartDir, namespace, extra...); err == nil {
