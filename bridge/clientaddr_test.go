@@ -15,13 +15,14 @@ import (
 
 // TestClientAddressShown: the client address extauthz signed is what the
 // session start line and /debug/sessions show; without one they show
-// "unknown"; a repeated header is refused as a misconfigured proxy; a deny
+// "unknown"; extauthz's signed "unverified" (no trusted front named the
+// client) is shown as such, not as "invalid"; a repeated header is refused as a misconfigured proxy; a deny
 // line written before the signature verified shows "unverified", never the
 // header's value.
 func TestClientAddressShown(t *testing.T) {
 	key := signingKey(1)
 	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = publishKeys(t, key); withSessions(o) })
-	k1, k2, k3 := testKey(1), testKey(2), testKey(3)
+	k1, k2, k3, k4 := testKey(1), testKey(2), testKey(3), testKey(4)
 
 	h.registeredAs(t, signHeaders(withAddr(identity(k1), "203.0.113.7"), key, time.Now()), k1)
 	h2 := identity(k2)
@@ -30,13 +31,16 @@ func TestClientAddressShown(t *testing.T) {
 	h3 := withAddr(identity(k3), "<b>node")
 	h3.Set(contract.HeaderPeer, "node-c")
 	h.registeredAs(t, signHeaders(h3, key, time.Now()), k3)
+	h4 := withAddr(identity(k4), "unverified")
+	h4.Set(contract.HeaderPeer, "node-d")
+	h.registeredAs(t, signHeaders(h4, key, time.Now()), k4)
 	_, body, l := getSessions(t, h, "")
 	got := map[string]string{}
 	for _, s := range l.Sessions {
 		got[s.Peer] = s.ClientAddress
 	}
-	if got["node-a"] != "203.0.113.7" || got["node-b"] != "unknown" || got["node-c"] != "invalid" {
-		t.Fatalf("client addresses %v, want node-a 203.0.113.7, node-b unknown, node-c invalid (listing %s)", got, body)
+	if got["node-a"] != "203.0.113.7" || got["node-b"] != "unknown" || got["node-c"] != "invalid" || got["node-d"] != "unverified" {
+		t.Fatalf("client addresses %v, want node-a 203.0.113.7, node-b unknown, node-c invalid, node-d unverified (listing %s)", got, body)
 	}
 	if !containsAll(h.logs.String(), `"msg":"session started"`, `"client_address":"203.0.113.7"`) {
 		t.Errorf("the session start line lacks the client address: %s", h.logs)

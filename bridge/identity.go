@@ -30,15 +30,16 @@ type peerIdentity struct {
 	RequestID string
 	// ClientAddress is the client's address as extauthz established and
 	// signed it (X-WireKube-Client-Address, parsed again here:
-	// clientaddr.Canonical, "unknown" when extauthz sent none), logged and
-	// listed; clientUnverified on a deny line before the signature was
-	// checked. It decides nothing.
+	// clientaddr.Canonical, "unknown" when extauthz sent none,
+	// "unverified" when extauthz did not trust the front that asked it),
+	// logged and listed; clientUnverified on a deny line before the
+	// signature was checked. It decides nothing.
 	ClientAddress string
 }
 
 // clientUnverified is the client address of a deny line written before the
 // identity headers' signature verified: the header could be anyone's.
-const clientUnverified = "unverified"
+const clientUnverified = clientaddr.Unverified
 
 // parseClientAddress reads X-WireKube-Client-Address into
 // id.ClientAddress: optional (an extauthz that predates the client address sends none), at
@@ -56,6 +57,10 @@ func parseClientAddress(h http.Header, id *peerIdentity) error {
 		return fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, contract.HeaderClientAddress)
 	}
 	id.ClientAddress = clientaddr.Canonical(v[0])
+	if v[0] == clientaddr.Unverified {
+		// extauthz's word that no trusted front named the client.
+		id.ClientAddress = clientaddr.Unverified
+	}
 	return nil
 }
 

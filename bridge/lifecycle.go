@@ -53,6 +53,12 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 	for i, srv := range servers {
 		go func() { errc <- srv.Serve(listeners[i]) }()
 	}
+	reloaded := make(chan struct{})
+	go func() { // owned: received below, once ctx is done
+		defer close(reloaded)
+		s.keyReload.run(ctx)
+	}()
+	defer func() { <-reloaded }()
 	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),
 		slog.String("relay", s.cfg.RelayAddr), slog.String("path", s.cfg.Path))
 

@@ -92,6 +92,9 @@ type Options struct {
 	// SignatureOptions: the check of extauthz's signature on the identity
 	// headers (signature.go).
 	SignatureOptions
+	// KeysReloadOptions: the periodic re-read of the keys file the
+	// signature check trusts (keyreload.go).
+	KeysReloadOptions
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -133,7 +136,8 @@ func DefaultOptions() Options {
 			MaxUnregisteredPerPeer: 1,
 			KeyMismatchBackoffMax:  60 * time.Second,
 		},
-		SignatureOptions: DefaultSignatureOptions(),
+		SignatureOptions:  DefaultSignatureOptions(),
+		KeysReloadOptions: KeysReloadOptions{IdentityKeysReloadInterval: 10 * time.Second},
 	}
 }
 
@@ -160,6 +164,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.RevocationOptions.AddFlags(fs)
 	o.RecoveryOptions.AddFlags(fs)
 	o.SignatureOptions.AddFlags(fs)
+	o.KeysReloadOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -214,7 +219,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
 		}
 	}
-	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate())
+	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate(),
+		o.KeysReloadOptions.Validate())
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}

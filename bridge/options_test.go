@@ -21,7 +21,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"relay-wait": "7.5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
 		"key-mismatch-backoff-max": "1m0s", "debug-sessions": "false",
 		"identity-keys-file": "/run/wirekube-revocation/identity-keys", "identity-signature-max-age": "30s",
-		"identity-replay-cache-size": "65536",
+		"identity-replay-cache-size": "65536", "identity-keys-reload-interval": "10s",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {
@@ -77,6 +77,8 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--revocation-unready-after", func(o *Options) { o.RevocationUnreadyAfter = 2 * o.RevocationStaleTimeout }},
 		{"--revocation-stale-timeout", func(o *Options) { o.RevocationStaleTimeout = 0 }},
 		{"--token-expiry-grace", func(o *Options) { o.TokenExpiryGrace = -time.Second }},
+		{"--identity-keys-reload-interval", func(o *Options) { o.IdentityKeysReloadInterval = 0 }},
+		{"--identity-keys-reload-interval", func(o *Options) { o.IdentityKeysReloadInterval = 6 * time.Minute }},
 	}
 	for _, tt := range tests {
 		o := DefaultOptions()

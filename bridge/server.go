@@ -43,6 +43,7 @@ type Server struct {
 	peers         *peerLimits           // per-peer bounds (peerlimit.go)
 	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
+	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
@@ -118,7 +119,10 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
-	if s.signatures, err = newSignatureCheck(cfg, logger, reg); err != nil {
+	if s.keyReload, err = newKeyReloader(cfg, logger, reg); err != nil {
+		return nil, err
+	}
+	if s.signatures, err = newSignatureCheck(cfg, s.keyReload, logger, reg); err != nil {
 		return nil, err
 	}
 	if err := registerStateMetrics(reg, s); err != nil {

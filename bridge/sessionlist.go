@@ -99,6 +99,14 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	// The turn lasts until the last byte is written: a client that asks for
+	// a large page and never reads would hold it (the metrics server has no
+	// write timeout, /metrics must not lose its scrape). --write-timeout
+	// bounds this write like every other write to a client; past it the
+	// write fails, the connection is closed and the turn is free. A
+	// ResponseWriter that cannot take a deadline (an embedder's wrapper
+	// without Unwrap) keeps the old behaviour.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	_, _ = w.Write(body.Bytes())
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -310,4 +311,48 @@ func BenchmarkSessionSnapshot(b *testing.B) {
 			srv.listSessions(q)
 		}
 	})
+}
+
+// TestSessionListingStuckReaderReleasesTurn: a client that asks for a
+// page larger than the server's write buffer and never reads holds the
+// listing's only turn (a second lister gets 429 sessions_list_busy) until
+// --write-timeout, and from then on a second lister gets its page.
+func TestSessionListingStuckReaderReleasesTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const writeTimeout = 10 * time.Second
+		b := startBubble(t, func(o *Options) { withSessions(o); o.WriteTimeout = writeTimeout })
+		for i := range 200 { // about 60 KB of JSON: more than net/http's 4 KiB buffer
+			sess := &session{seq: uint64(i + 1), start: time.Now()}
+			sess.id.Peer = fmt.Sprintf("node-%d", i)
+			b.srv.listing.add(sess)
+		}
+		stuck, err := b.admin.DialContext(t.Context(), "", "")
+		must(t, err)
+		defer stuck.Close()
+		_, err = io.WriteString(stuck, "GET /debug/sessions?limit=1000 HTTP/1.1\r\nHost: bridge\r\n\r\n")
+		must(t, err)
+		synctest.Wait() // the listing is written into the pipe no one reads
+
+		if code, reason := b.getSessions(t, "/debug/sessions?limit=1"); code != http.StatusTooManyRequests ||
+			reason != string(contract.ReasonSessionsListBusy) {
+			t.Fatalf("while the stuck write is within --write-timeout: %d %q, want 429 %s", code, reason, contract.ReasonSessionsListBusy)
+		}
+		time.Sleep(writeTimeout)
+		synctest.Wait()
+		if code, reason := b.getSessions(t, "/debug/sessions?limit=1"); code != http.StatusOK {
+			t.Fatalf("after --write-timeout: %d %q, want 200 and the page", code, reason)
+		}
+	})
+}
+
+// getSessions is the status and deny reason of a listing on the bubble's
+// metrics listener; the body is read to its end.
+func (b *bubble) getSessions(t *testing.T, target string) (int, string) {
+	t.Helper()
+	resp, err := b.http.Get("http://bridge" + target)
+	must(t, err)
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	must(t, err)
+	return resp.StatusCode, resp.Header.Get(contract.HeaderDenyReason)
 }

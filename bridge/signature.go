@@ -26,7 +26,8 @@ const keysMinReload = time.Second
 // (docs/revocation.md#signing).
 type SignatureOptions struct {
 	// IdentityKeysFile holds the public keys whose X-WireKube-Signature the
-	// bridge accepts (written by extauthz; re-read when a signature names an
+	// bridge accepts (written by extauthz; re-read every
+	// --identity-keys-reload-interval and when a signature names an
 	// unknown key id, at most once a second). Default
 	// DefaultIdentityKeysFile. Empty turns the check off: then whoever
 	// reaches the bridge's listener can claim any identity. Only for a
@@ -75,12 +76,12 @@ func (o *SignatureOptions) Validate() error {
 // newSignatureCheck builds the verifier of cfg, nil when the check is off
 // (logged as a warning: the listener then trusts whoever reaches it), and
 // registers the replay cache gauge.
-func newSignatureCheck(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (*identitysig.Verifier, error) {
+func newSignatureCheck(cfg *Config, keys *keyReloader, log *slog.Logger, reg prometheus.Registerer) (*identitysig.Verifier, error) {
 	if cfg.IdentityKeysFile == "" {
 		log.Warn("identity signature check off (--identity-keys-file empty): any client reaching the listener can claim any identity")
 		return nil, nil
 	}
-	v := &identitysig.Verifier{Keys: identitysig.NewFileKeys(cfg.IdentityKeysFile, keysMinReload).Lookup,
+	v := &identitysig.Verifier{Keys: keys.keys.Lookup,
 		MaxAge: cfg.IdentitySignatureMaxAge, Replay: identitysig.NewReplayCache(cfg.IdentityReplayCacheSize)}
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wirekube_bridge_identity_replay_cache_entries",

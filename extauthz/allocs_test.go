@@ -1,7 +1,6 @@
 package extauthz
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -26,7 +25,7 @@ func TestCheckCacheHitAllocs(t *testing.T) {
 	e.authz.log = slog.New(slog.NewJSONHandler(io.Discard, nil)) // formatted as in production
 	// Through a front: Envoy appends the address it saw.
 	req := relayCheck(e.answer(static(podBound())), func(h map[string]string) { h["x-forwarded-for"] = "203.0.113.7" })
-	ctx := context.Background()
+	ctx := fromLoopback() // a front in the Pod: trusted, its address read
 	check := func() {
 		if resp, _ := e.srv.Check(ctx, req); resp.GetOkResponse() == nil {
 			t.Fatal("cache-hit check denied")

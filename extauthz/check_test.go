@@ -1,7 +1,6 @@
 package extauthz
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -297,7 +296,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range checkCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := e.srv.Check(context.Background(), tc.req(tok))
+			resp, err := e.srv.Check(fromLoopback(), tc.req(tok))
 			if err != nil {
 				t.Fatalf("Check returned an error (must answer with a CheckResponse): %v", err)
 			}

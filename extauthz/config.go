@@ -1,8 +1,11 @@
 package extauthz
 
 import (
+	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 )
 
 // Config is the validated, parsed form of Options, built once by
@@ -26,6 +29,7 @@ type Config struct {
 	maxInflight       int
 	checkTimeout      time.Duration
 	trustedHops       int
+	trustedProxies    []netip.Prefix
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (verify.go,
@@ -54,6 +58,7 @@ func (o *Options) Complete() (*Config, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	proxies, _ := clientaddr.ParsePrefixes(o.TrustedProxies) // validated above
 	c := &Config{
 		grpcListen:       o.GRPCListen,
 		httpListen:       o.HTTPListen,
@@ -72,6 +77,7 @@ func (o *Options) Complete() (*Config, error) {
 		maxInflight:      o.MaxInflightReviews,
 		checkTimeout:     o.CheckTimeout,
 		trustedHops:      o.TrustedHops,
+		trustedProxies:   proxies,
 		peerEvents:       o.PeerEvents,
 		issuers:          append([]string(nil), o.ServiceAccountIssuers...),
 		jwksInterval:     o.JWKSRefreshInterval,

@@ -51,6 +51,11 @@ type Request struct {
 	// form is logged.
 	ForwardedFor []string
 	PeerAddress  string
+	// Front is the connection the check came on, as the listener saw it
+	// (never what the check says). Only a front in --trusted-proxies is
+	// believed about the client (Authorizer.clientAddress); the zero value
+	// (unknown) is not.
+	Front clientaddr.Front
 }
 
 // Header is one header the allow answer sets on the upstream request.
@@ -134,8 +139,12 @@ func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 // X-Forwarded-For entry --trusted-hops from the right
 // (clientaddr.FromForwardedFor), else the connection's peer, parsed
 // (clientaddr.Canonical: an address, "invalid", or "unknown" when neither
-// is there).
+// is there). A check from a front outside --trusted-proxies (or from an
+// unknown one) is "unverified": whoever asked wrote both.
 func (a *Authorizer) clientAddress(req *Request) string {
+	if !req.Front.TrustedBy(a.cfg.trustedProxies) {
+		return clientaddr.Unverified
+	}
 	if e, ok := clientaddr.FromForwardedFor(req.ForwardedFor, a.cfg.trustedHops); ok {
 		return clientaddr.Canonical(e)
 	}

@@ -9,8 +9,10 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 )
@@ -25,7 +27,9 @@ type CheckServer struct {
 // gRPC error: every outcome, including a malformed request, is a CheckResponse
 // so Envoy answers the client with our status and reason (fail closed).
 func (s *CheckServer) Check(ctx context.Context, in *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	d := s.Authorizer.Decide(ctx, requestFromCheck(in))
+	req := requestFromCheck(in)
+	req.Front = grpcFront(ctx)
+	d := s.Authorizer.Decide(ctx, req)
 	return checkResponse(d), nil
 }
 
@@ -269,4 +273,14 @@ func grpcCode(httpStatus int) codes.Code {
 	default:
 		return codes.PermissionDenied
 	}
+}
+
+// grpcFront is the gRPC connection a check came on (not the source
+// address the CheckRequest claims); unknown when gRPC names no peer.
+func grpcFront(ctx context.Context) clientaddr.Front {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return clientaddr.Front{}
+	}
+	return clientaddr.FrontOf(p.Addr)
 }

@@ -1,9 +1,11 @@
 package extauthz
 
 import (
+	"net"
 	"net/http"
 	"strings"
 
+	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 )
@@ -53,6 +55,7 @@ func requestFromHTTP(r *http.Request) Request {
 		// set it themselves); RemoteAddr is the front's own connection.
 		ForwardedFor: r.Header.Values("X-Forwarded-For"),
 		PeerAddress:  r.RemoteAddr,
+		Front:        httpFront(r),
 	}
 	if req.UpgradeKnown = forwardsHopByHop(r.Header); req.UpgradeKnown {
 		req.Connection = r.Header.Values("Connection")
@@ -149,4 +152,13 @@ func writeDecision(w http.ResponseWriter, d Decision) {
 	}
 	w.WriteHeader(d.Status())
 	_, _ = w.Write([]byte(denyBody(d.Reason)))
+}
+
+// httpFront is the connection r came on: its RemoteAddr, or a Unix
+// socket's.
+func httpFront(r *http.Request) clientaddr.Front {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la.Network() == "unix" {
+		return clientaddr.Front{Local: true}
+	}
+	return clientaddr.FrontOfString(r.RemoteAddr)
 }

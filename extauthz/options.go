@@ -77,6 +77,16 @@ type Options struct {
 	// lets a client choose the recorded address (it decides nothing, but
 	// the logs would lie). At most clientaddr.MaxTrustedHops.
 	TrustedHops int
+	// TrustedProxies lists the fronts (CIDR prefixes or addresses,
+	// comma-separated) whose word on the client is believed: a check that
+	// came on a connection from anywhere else records the client address
+	// "unverified", whatever its X-Forwarded-For or Envoy source address
+	// says, because whoever asked (the client itself, where extauthz's
+	// port is reachable) chose them. A Unix socket is always trusted.
+	// Default clientaddr.DefaultTrustedProxies, loopback: the fronts in the
+	// Pod. Name a range only the proxy's connections come from; a Pod CIDR
+	// any workload shares lets that workload choose the address.
+	TrustedProxies string
 	// KubeAPIQPS and KubeAPIBurst are the client-side rate limits.
 	KubeAPIQPS   float64
 	KubeAPIBurst int
@@ -118,6 +128,7 @@ func DefaultOptions() Options {
 		NegativeCacheTTL:         5 * time.Second,
 		MaxInflightReviews:       16,
 		CheckTimeout:             2 * time.Second,
+		TrustedProxies:           clientaddr.DefaultTrustedProxies,
 		KubeAPIQPS:               50,
 		KubeAPIBurst:             100,
 		PeerEvents:               true,
@@ -157,6 +168,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.NegativeCacheTTL, "negative-cache-ttl", o.NegativeCacheTTL, "reuse of a rejected TokenReview")
 	fs.IntVar(&o.MaxInflightReviews, "max-inflight-reviews", o.MaxInflightReviews, "max concurrent TokenReview calls")
 	fs.DurationVar(&o.CheckTimeout, "check-timeout", o.CheckTimeout, "bound of one check, including waiting for a TokenReview slot")
+	fs.StringVar(&o.TrustedProxies, "trusted-proxies", o.TrustedProxies, "fronts (CIDR prefixes or addresses, comma-separated) whose X-Forwarded-For or source address is believed; a check from anywhere else records the client address as unverified (default: loopback, the fronts in the Pod)")
 	fs.IntVar(&o.TrustedHops, "trusted-hops", o.TrustedHops, "proxies in front of the front whose X-Forwarded-For entries are believed for the logged client address (0: the address the front saw)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Kubernetes client QPS")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Kubernetes client burst")
@@ -228,6 +240,9 @@ func (o *Options) checkScalars() []error {
 	check(o.NegativeCacheTTL < 0, "--negative-cache-ttl: want >= 0, got %s", o.NegativeCacheTTL)
 	check(o.MaxInflightReviews < 1, "--max-inflight-reviews: want >= 1, got %d", o.MaxInflightReviews)
 	check(o.CheckTimeout <= 0, "--check-timeout: want > 0, got %s", o.CheckTimeout)
+	if _, err := clientaddr.ParsePrefixes(o.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("--trusted-proxies: %w", err))
+	}
 	check(o.TrustedHops < 0 || o.TrustedHops > clientaddr.MaxTrustedHops, "--trusted-hops: want 0 to %d, got %d", clientaddr.MaxTrustedHops, o.TrustedHops)
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)

@@ -40,7 +40,7 @@ func TestRelayAllowSignature(t *testing.T) {
 	must(t, err)
 	must(t, e.authz.installKeyring(kr, o))
 
-	resp, _ := e.srv.Check(context.Background(), relayCheck(e.answer(static(podBound())),
+	resp, _ := e.srv.Check(fromLoopback(), relayCheck(e.answer(static(podBound())),
 		func(h map[string]string) { h["x-forwarded-for"] = "6.6.6.6, 198.51.100.4" }))
 	got := map[string][]string{}
 	for _, h := range resp.GetOkResponse().GetHeaders() {

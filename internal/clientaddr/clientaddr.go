@@ -6,6 +6,8 @@
 package clientaddr
 
 import (
+	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 )
@@ -17,6 +19,18 @@ const Invalid = "invalid"
 // Unknown is recorded when nothing names the client (no X-Forwarded-For,
 // no peer address; a bridge whose extauthz sent no client address).
 const Unknown = "unknown"
+
+// Unverified is recorded when the check did not come from a front the
+// operator trusts (--trusted-proxies): whatever it says of the client,
+// X-Forwarded-For or Envoy's source address, was chosen by whoever asked,
+// which may be the client itself.
+const Unverified = "unverified"
+
+// DefaultTrustedProxies are the fronts trusted by default: loopback, the
+// fronts in extauthz's own network namespace (Envoy in the Pod, the nginx
+// snippet, docker-compose). A front that reaches extauthz over the network
+// must be named.
+const DefaultTrustedProxies = "127.0.0.0/8,::1/128"
 
 // MaxTrustedHops bounds --trusted-hops.
 const MaxTrustedHops = 8
@@ -87,4 +101,74 @@ func FromForwardedFor(values []string, trustedHops int) (entry string, ok bool) 
 		}
 	}
 	return first, ok
+}
+
+// ParsePrefixes reads a comma-separated list of CIDR prefixes or single
+// addresses (a host prefix); spaces around an item are ignored and an
+// empty list is none.
+func ParsePrefixes(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			a, aerr := netip.ParseAddr(item)
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("want a CIDR prefix or an IP address, got %q", item)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Front is the connection a check came on, as extauthz's listener saw it:
+// its peer's address, or Local for a Unix socket (only a process sharing
+// its filesystem, the Pod's, reaches it). The zero value is unknown.
+type Front struct {
+	Addr  netip.Addr
+	Local bool
+}
+
+// FrontOf is the Front of a connection's remote address: a TCP peer, a
+// Unix socket, or unknown for anything else. Allocates nothing.
+func FrontOf(a net.Addr) Front {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return Front{Addr: a.AddrPort().Addr().Unmap()}
+	case *net.UnixAddr:
+		return Front{Local: true}
+	}
+	return Front{}
+}
+
+// FrontOfString is the Front of an "ip:port" remote address (net/http's
+// Request.RemoteAddr); unknown when it is not one. Allocates nothing.
+func FrontOfString(s string) Front {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return Front{Addr: ap.Addr().Unmap()}
+	}
+	return Front{}
+}
+
+// TrustedBy reports whether a check from f is believed about the client:
+// a Unix socket always, an address in one of trusted, nothing else. An
+// unknown front vouches for nothing.
+func (f Front) TrustedBy(trusted []netip.Prefix) bool {
+	if f.Local {
+		return true
+	}
+	if !f.Addr.IsValid() {
+		return false
+	}
+	for _, p := range trusted {
+		if p.Contains(f.Addr) {
+			return true
+		}
+	}
+	return false
 }

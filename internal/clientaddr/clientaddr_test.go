@@ -1,6 +1,7 @@
 package clientaddr
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -90,4 +91,67 @@ func FuzzClientAddress(f *testing.F) {
 			t.Fatalf("Canonical(%q) = %q, which is not canonical", e, c)
 		}
 	})
+}
+
+func TestFrontTrusted(t *testing.T) {
+	trusted, err := ParsePrefixes(" 127.0.0.0/8, ::1 ,10.4.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		remote string // net/http's RemoteAddr
+		want   bool
+	}{
+		{"127.0.0.1:40000", true},
+		{"127.9.9.9:1", true},
+		{"[::1]:40000", true},
+		{"[::ffff:127.0.0.1]:1", true},
+		{"10.4.200.1:5000", true},
+		{"10.5.0.1:5000", false},
+		{"[::2]:1", false},
+		{"192.0.2.1:1", false},
+		{"127.0.0.1", false}, // not a connection's address: unknown
+		{"", false},
+		{"@", false},
+	} {
+		if got := FrontOfString(tc.remote).TrustedBy(trusted); got != tc.want {
+			t.Errorf("FrontOfString(%q).TrustedBy = %v, want %v", tc.remote, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		addr net.Addr
+		want bool
+	}{
+		{"tcp loopback", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, true},
+		{"tcp other", &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}, false},
+		{"unix socket", &net.UnixAddr{Name: "@", Net: "unix"}, true},
+		{"none", nil, false},
+		{"udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, false},
+	} {
+		if got := FrontOf(tc.addr).TrustedBy(trusted); got != tc.want {
+			t.Errorf("%s: FrontOf(%v).TrustedBy = %v, want %v", tc.name, tc.addr, got, tc.want)
+		}
+	}
+	if FrontOfString("127.0.0.1:1").TrustedBy(nil) {
+		t.Error("no trusted prefixes: loopback trusted")
+	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	got, err := ParsePrefixes(DefaultTrustedProxies)
+	if err != nil || len(got) != 2 || got[0].String() != "127.0.0.0/8" || got[1].String() != "::1/128" {
+		t.Fatalf("ParsePrefixes(default) = %v, %v", got, err)
+	}
+	if got, err := ParsePrefixes("10.1.2.3/8"); err != nil || got[0].String() != "10.0.0.0/8" {
+		t.Errorf("a prefix with host bits: %v, %v; want 10.0.0.0/8", got, err)
+	}
+	if got, err := ParsePrefixes(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v; want none", got, err)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "example.com", "fe80::1%eth0", "10.0.0.1:80"} {
+		if _, err := ParsePrefixes(bad); err == nil {
+			t.Errorf("ParsePrefixes(%q) = nil error", bad)
+		}
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,10 +137,11 @@ func ReadFileBounded(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// FileKeys are the public keys of a keys file, re-read when a signature
-// names a key id it does not hold, at most once per minReload (so that
-// unknown key ids cost at most one small file read per interval). Safe for
-// concurrent use.
+// FileKeys are the public keys of a keys file. Reload re-reads it (the
+// bridge calls it on a timer, so that a key dropped from the file stops
+// verifying); Lookup also re-reads it when a signature names a key id it
+// does not hold, at most once per minReload (so that unknown key ids cost
+// at most one small file read per interval). Safe for concurrent use.
 type FileKeys struct {
 	path      string
 	minReload time.Duration
@@ -149,7 +152,7 @@ type FileKeys struct {
 	err    error     // of the last read attempt
 }
 
-// NewFileKeys returns the keys of path, read at the first Lookup.
+// NewFileKeys returns the keys of path, read at the first Lookup or Reload.
 func NewFileKeys(path string, minReload time.Duration) *FileKeys {
 	return &FileKeys{path: path, minReload: minReload}
 }
@@ -163,8 +166,7 @@ func (k *FileKeys) Lookup(kid string, now time.Time) (ed25519.PublicKey, error) 
 		return pub, nil
 	}
 	if k.loaded.IsZero() || now.Sub(k.loaded) >= k.minReload {
-		k.loaded = now
-		k.err = k.load()
+		k.store(k.read(), now)
 		if pub, ok := k.keys[kid]; ok {
 			return pub, nil
 		}
@@ -175,16 +177,48 @@ func (k *FileKeys) Lookup(kid string, now time.Time) (ed25519.PublicKey, error) 
 	return nil, ErrUnknownKey
 }
 
-// load replaces the keys with the file's; on an error it keeps the old ones.
-func (k *FileKeys) load() error {
+// Reload re-reads the file now: a key the file no longer holds stops
+// verifying. A file that cannot be read or does not parse keeps the keys of
+// the last good read, and the error is returned. Keeping them is the safe
+// side of two failures: the writer (extauthz) replaces the file atomically,
+// so a failed read is a missing or broken file, never one caught mid-write,
+// and dropping every key would refuse every upgrade; a key leaves only by a
+// good read that lacks it.
+func (k *FileKeys) Reload(now time.Time) error {
+	r := k.read() // outside the lock: Lookup does not wait on the disk
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.store(r, now)
+	return r.err
+}
+
+// KeyIDs returns the ids of the keys held, sorted.
+func (k *FileKeys) KeyIDs() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Sorted(maps.Keys(k.keys))
+}
+
+// readResult is one read of the file: its keys, or the error.
+type readResult struct {
+	keys map[string]ed25519.PublicKey
+	err  error
+}
+
+func (k *FileKeys) read() readResult {
 	b, err := ReadFileBounded(k.path, MaxKeysFileLen)
 	if err != nil {
-		return err
+		return readResult{err: err}
 	}
 	keys, err := ParsePublicKeys(b)
-	if err != nil {
-		return err
+	return readResult{keys: keys, err: err}
+}
+
+// store records a read (k.mu held): its keys replace the old ones unless it
+// failed.
+func (k *FileKeys) store(r readResult, now time.Time) {
+	k.loaded, k.err = now, r.err
+	if r.err == nil {
+		k.keys = r.keys
 	}
-	k.keys = keys
-	return nil
 }

@@ -107,3 +107,44 @@ func TestFileKeysReload(t *testing.T) {
 		t.Fatalf("a key gone from the file is forgotten at the next read: %v", err)
 	}
 }
+
+// TestFileKeysReloadDropsKey: Reload forgets a key id the file no longer
+// holds, even one Lookup already knows; a file that is missing or does not
+// parse keeps the keys of the last good read.
+func TestFileKeysReloadDropsKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys")
+	a, b := fixedKey(1).Public().(ed25519.PublicKey), fixedKey(2).Public().(ed25519.PublicKey)
+	if err := WritePublicKeys(path, []ed25519.PublicKey{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	k := NewFileKeys(path, time.Second)
+	if pub, err := k.Lookup(KeyID(b), t0); err != nil || !pub.Equal(b) {
+		t.Fatalf("before the drop: %v", err)
+	}
+	if err := WritePublicKeys(path, []ed25519.PublicKey{a}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Reload(t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Lookup(KeyID(b), t0); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("the dropped key after Reload: %v, want ErrUnknownKey", err)
+	}
+	if got := k.KeyIDs(); len(got) != 1 || got[0] != KeyID(a) {
+		t.Fatalf("KeyIDs = %v, want only a's", got)
+	}
+	for name, broken := range map[string]func() error{
+		"does not parse": func() error { return os.WriteFile(path, []byte("ed25519 not-a-key\n"), 0o644) },
+		"missing":        func() error { return os.Remove(path) },
+	} {
+		if err := broken(); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Reload(t0); err == nil {
+			t.Errorf("%s: Reload = nil, want the read error", name)
+		}
+		if pub, err := k.Lookup(KeyID(a), t0); err != nil || !pub.Equal(a) {
+			t.Errorf("%s: the last good key: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package bridge
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/identitysig"
+)
+
+// KeysReloadOptions are the settings of the periodic re-read of the
+// identity keys file (docs/revocation.md#rotation).
+type KeysReloadOptions struct {
+	// IdentityKeysReloadInterval is how often the bridge re-reads
+	// --identity-keys-file: a key dropped from the file (the last step of a
+	// rotation, or a compromised key revoked) stops verifying within it.
+	// A file that is missing or does not parse keeps the keys of the last
+	// good read (counted in
+	// wirekube_bridge_identity_keys_reload_errors_total, logged). Default
+	// 10s, extauthz's own re-read period of its key files.
+	IdentityKeysReloadInterval time.Duration
+}
+
+// AddFlags registers one flag per field on fs.
+func (o *KeysReloadOptions) AddFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.IdentityKeysReloadInterval, "identity-keys-reload-interval", o.IdentityKeysReloadInterval, "re-read --identity-keys-file this often: a key dropped from it stops verifying within this interval")
+}
+
+// Validate reports an invalid setting, naming its flag.
+func (o *KeysReloadOptions) Validate() error {
+	if o.IdentityKeysReloadInterval < time.Second || o.IdentityKeysReloadInterval > 5*time.Minute {
+		return fmt.Errorf("--identity-keys-reload-interval: want 1s to 5m, got %s", o.IdentityKeysReloadInterval)
+	}
+	return nil
+}
+
+// keyReloader re-reads the identity keys file every interval while the
+// bridge runs, so that a dropped key is forgotten without a request to
+// prompt it (FileKeys.Lookup re-reads only for an unknown key id).
+type keyReloader struct {
+	keys   *identitysig.FileKeys
+	every  time.Duration
+	log    *slog.Logger
+	errors prometheus.Counter
+}
+
+// newKeyReloader returns the reloader of cfg's keys file, nil when the
+// signature check is off, and registers its metrics.
+func newKeyReloader(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (*keyReloader, error) {
+	if cfg.IdentityKeysFile == "" {
+		return nil, nil
+	}
+	k := &keyReloader{keys: identitysig.NewFileKeys(cfg.IdentityKeysFile, keysMinReload),
+		every: cfg.IdentityKeysReloadInterval, log: log,
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wirekube_bridge_identity_keys_reload_errors_total",
+			Help: "Re-reads of --identity-keys-file that failed (missing or not parsing); the keys of the last good read stay trusted.",
+		})}
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "wirekube_bridge_identity_keys",
+		Help: "Identity signing keys the bridge trusts (the last good read of --identity-keys-file).",
+	}, func() float64 { return float64(len(k.keys.KeyIDs())) })
+	for _, c := range []prometheus.Collector{k.errors, held} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("bridge: metrics: %w", err)
+		}
+	}
+	return k, nil
+}
+
+// run re-reads the file every interval until ctx is done. Nil does nothing.
+func (k *keyReloader) run(ctx context.Context) {
+	if k == nil {
+		return
+	}
+	t := time.NewTicker(k.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			k.reload(now)
+		}
+	}
+}
+
+// reload re-reads the file once and logs what changed: the key ids (short
+// fingerprints, never the keys) or the error.
+func (k *keyReloader) reload(now time.Time) {
+	before := k.keys.KeyIDs()
+	if err := k.keys.Reload(now); err != nil {
+		k.errors.Inc()
+		k.log.Error("identity keys file not re-read, keeping the keys of the last good read",
+			slog.String("error", err.Error()), slog.Any("key_ids", before))
+		return
+	}
+	if after := k.keys.KeyIDs(); !slices.Equal(before, after) {
+		k.log.Info("identity keys reloaded", slog.Any("key_ids", after), slog.Any("previous_key_ids", before))
+	}
+}

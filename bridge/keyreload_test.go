@@ -1,0 +1,77 @@
+package bridge
+
+import (
+	"context"
+	"crypto/ed25519"
+	"os"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
+	"github.com/wirekube/relay-ws/internal/test/testutil"
+)
+
+// TestDroppedKeyRefusedAfterReload: a key dropped from the keys file stops
+// verifying at the next periodic re-read, with no request prompting it,
+// while the key still in the file keeps verifying; a file that stops
+// parsing keeps the keys of the last good read, counted and logged.
+func TestDroppedKeyRefusedAfterReload(t *testing.T) {
+	kept, dropped := signingKey(1), signingKey(2)
+	path := publishKeys(t, kept, dropped)
+	synctest.Test(t, func(t *testing.T) {
+		o := DefaultOptions()
+		o.IdentityKeysFile, o.IdentityKeysReloadInterval = path, 10*time.Second
+		logs, reg := &testutil.SyncBuffer{}, prometheus.NewRegistry()
+		kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(logs), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(logs), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verify := func(key ed25519.PrivateKey) contract.Reason {
+			h := signHeaders(identity(testKey(1)), key, time.Now())
+			r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
+				PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
+				TokenExpires: h.Get(contract.HeaderTokenExpires)})
+			return r
+		}
+		if r := verify(dropped); r != "" {
+			t.Fatalf("before the drop: %q, want admitted", r)
+		}
+		if err := identitysig.WritePublicKeys(path, []ed25519.PublicKey{kept.Public().(ed25519.PublicKey)}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); kr.run(ctx) }()
+		time.Sleep(o.IdentityKeysReloadInterval)
+		synctest.Wait()
+		if r := verify(dropped); r != contract.ReasonIdentitySignatureInvalid {
+			t.Errorf("one interval after the drop: %q, want %q", r, contract.ReasonIdentitySignatureInvalid)
+		}
+		if r := verify(kept); r != "" {
+			t.Errorf("the kept key: %q, want admitted", r)
+		}
+		if err := os.WriteFile(path, []byte("ed25519 broken\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(o.IdentityKeysReloadInterval)
+		synctest.Wait()
+		if r := verify(kept); r != "" {
+			t.Errorf("after a bad re-read: %q, want the last good keys", r)
+		}
+		if n := promtest.ToFloat64(kr.errors); n != 1 {
+			t.Errorf("reload errors = %v, want 1", n)
+		}
+		testutil.Contains(t, logs.String(), "identity keys file not re-read")
+		cancel()
+		<-done
+	})
+}
