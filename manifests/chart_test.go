@@ -53,9 +53,9 @@ var chartValueSets = map[string][]string{
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
-	"ingress-nginx":       {"--set", "front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
-	"ingress-alb":         {"--set", "ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/x"},
-	"http-route":          {"--set", "envoy.config=envoy-plaintext.yaml,httpRoute.enabled=true,httpRoute.parentRefs[0].name=gw,certificate.enabled=true,certificate.issuerRef.name=le"},
+	"ingress-nginx":       {"--set", "publicHost=relay.corp.internal,front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
+	"ingress-alb":         {"--set", "publicHost=relay.corp.internal,ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/x"},
+	"http-route":          {"--set", "publicHost=relay.corp.internal,envoy.config=envoy-plaintext.yaml,httpRoute.enabled=true,httpRoute.parentRefs[0].name=gw,certificate.enabled=true,certificate.issuerRef.name=le"},
 	"helm-test":           {"--set", "helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey},
 	"helm-test-plaintext": {"--set", "envoy.config=envoy-plaintext.yaml,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey + ",helmTest.url=ws://wirekube-relay-gateway.wirekube-system.svc/relay"},
 }
@@ -279,7 +279,7 @@ func renderNotesIn(t *testing.T, ns string, extra ...string) string {
 func TestChartNotes(t *testing.T) {
 	for name, extra := range chartValueSets {
 		t.Run(name, func(t *testing.T) {
-			notes := renderNotes(t, append(extra, "--set", "publicHost=relay.test.example")...)
+			notes := renderNotes(t, append(extra, "--set", "publicHost=relay.corp.internal")...)
 			i := strings.Index(notes, "apiVersion: wirekube.io/")
 			if i < 0 {
 				t.Fatalf("no WireKubeMesh snippet in NOTES:\n%s", notes)
@@ -289,7 +289,7 @@ func TestChartNotes(t *testing.T) {
 				t.Fatalf("WireKubeMesh snippet: %v", err)
 			}
 			mustf(t, mesh.GetKind() == "WireKubeMesh", "snippet kind %q", mesh.GetKind())
-			mustf(t, str(mesh.Object, "spec", "relay", "managed", "controlEndpoint") == "wss://relay.test.example/relay" &&
+			mustf(t, str(mesh.Object, "spec", "relay", "managed", "controlEndpoint") == "wss://relay.corp.internal/relay" &&
 				str(mesh.Object, "spec", "relay", "managed", "transport") == "wss", "snippet %v", mesh.Object)
 			mustf(t, str(mesh.Object, "spec", "meshCIDR") != "", "snippet without spec.meshCIDR (required)")
 			checkProbeCommands(t, notes)
@@ -331,7 +331,7 @@ func checkProbeCommands(t *testing.T, notes string) {
 			continue
 		}
 		probes++
-		mustf(t, strings.Contains(c, "--url wss://relay.test.example/relay"), "probe command without the relay URL: %q", c)
+		mustf(t, strings.Contains(c, "--url wss://relay.corp.internal/relay"), "probe command without the relay URL: %q", c)
 		for _, f := range flags {
 			mustf(t, fs.Lookup(f[1]) != nil, "probe command uses --%s, which the probe does not define", f[1])
 		}

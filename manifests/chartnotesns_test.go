@@ -12,7 +12,7 @@ import (
 // from the release namespace (helm v3.22.0 pkg/action/release_testing.go,
 // GetPodLogs); in the agents' namespace it does.
 func TestChartNotesForAReleaseOutsideTheAgents(t *testing.T) {
-	helmTest := []string{"--set", "publicHost=relay.test.example,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey}
+	helmTest := []string{"--set", "publicHost=relay.corp.internal,helmTest.peer=node-a,helmTest.publicKey=" + testPublicKey}
 	apart := renderNotesIn(t, "relay-gateway", helmTest...)
 	for _, want := range []string{
 		"helm test wirekube-relay-gateway -n relay-gateway ",
