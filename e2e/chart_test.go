@@ -37,7 +37,7 @@ var chartValueSets = map[string][]string{
 	"single-replica": {"--set", "replicas=1"},
 	"large": {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi," +
 		"bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
-	"ingress-nginx": {"--set", "front=none,ingress.enabled=true"},
+	"ingress-nginx": {"--set", "publicHost=relay.corp.internal,front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
 	"operator-options": {"--set", "commonLabels.team=net,extraVolumes[0].name=ca,extraVolumes[0].configMap.name=ca," +
 		"bridge.extraVolumeMounts[0].name=ca,bridge.extraVolumeMounts[0].mountPath=/etc/ca,bridge.extraEnv[0].name=E," +
 		"bridge.extraEnv[0].value=v,bridge.debugSessions=true"},
