@@ -252,3 +252,24 @@ sleep and the Pod's grace period follow it. */}}
 1
 {{- end -}}
 {{- end -}}
+
+{{/* ", nodePort: N" for the relay port when service.nodePort is set and the type allocates node ports. */}}
+{{- define "gw.nodePort" -}}
+{{- if and .Values.service.nodePort (has .Values.service.type (list "NodePort" "LoadBalancer")) -}}
+, nodePort: {{ .Values.service.nodePort | int }}
+{{- end -}}
+{{- end -}}
+
+{{/* The options of one monitor endpoint (the argument is podMonitor or serviceMonitor's values). */}}
+{{- define "gw.monitorEndpointOptions" -}}
+interval: {{ .interval }}
+{{- with .scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+{{- with .relabelings }}
+relabelings: {{ toJson . }}
+{{- end }}
+{{- with .metricRelabelings }}
+metricRelabelings: {{ toJson . }}
+{{- end }}
+{{- end -}}
