@@ -11,7 +11,8 @@ import (
 // TestChartServiceAndMonitorKnobs: the Service options an operator sets for
 // a cloud load balancer or a dual-stack cluster, the monitors' scrape
 // timeout and relabelings on every endpoint, alerts left out or added, and
-// objects of the operator's own, all reach the rendered objects.
+// objects of the operator's own, and the update strategy all reach the
+// rendered objects.
 func TestChartServiceAndMonitorKnobs(t *testing.T) {
 	r := renderChart(t, "--set", "service.type=LoadBalancer,service.nodePort=30443,service.loadBalancerClass=service.k8s.aws/nlb,"+
 		"service.ipFamilyPolicy=PreferDualStack,service.ipFamilies[0]=IPv6,service.ipFamilies[1]=IPv4,"+
@@ -57,4 +58,9 @@ func TestChartServiceAndMonitorKnobs(t *testing.T) {
 
 	r.one(t, "ConfigMap", "map-object")
 	r.one(t, "ConfigMap", "from-wirekube-relay-gateway")
+
+	d := renderChart(t, "--set", "updateStrategy.rollingUpdate.maxSurge=2,updateStrategy.rollingUpdate.maxUnavailable=1").deployment(t)
+	ru := d.Spec.Strategy.RollingUpdate
+	mustf(t, d.Spec.Strategy.Type == "RollingUpdate" && ru != nil && ru.MaxSurge.IntValue() == 2 && ru.MaxUnavailable.IntValue() == 1,
+		"strategy %+v, want maxSurge 2, maxUnavailable 1", d.Spec.Strategy)
 }
