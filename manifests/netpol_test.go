@@ -78,3 +78,24 @@ func TestEveryNamespacedObjectHasANamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestChartGatewayPolicyForEnvoy: networkPolicy.gateway.enabled keeps every
+// flow of the table (agents to Envoy, Prometheus to the metrics ports) and
+// closes the metrics ports to any other Pod when metricsFrom names
+// Prometheus's namespace, and the Pod's other ports to everyone.
+func TestChartGatewayPolicyForEnvoy(t *testing.T) {
+	r := renderChart(t, "--set", "networkPolicy.gateway.enabled=true,networkPolicy.gateway.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring")
+	checkFlows(t, r, netpol.Shape{RelayOpen: true})
+	pols := r.policies(t)
+	for _, c := range []netpol.Case{
+		{Flow: netpol.Flow{From: netpol.OtherPod, To: netpol.GatewayPod, Protocol: "TCP", Port: 9902}, Allow: false, Why: "Envoy metrics only from metricsFrom"},
+		{Flow: netpol.Flow{From: netpol.OtherPod, To: netpol.GatewayPod, Protocol: "TCP", Port: 9103}, Allow: false, Why: "extauthz metrics only from metricsFrom"},
+		{Flow: netpol.Flow{From: netpol.Internet, To: netpol.GatewayPod, Protocol: "TCP", Port: 9901}, Allow: false, Why: "no other port of the Pod"},
+		{Flow: netpol.Flow{From: netpol.OtherPod, To: netpol.GatewayPod, Protocol: "TCP", Port: 8081}, Allow: false, Why: "no other port of the Pod"},
+	} {
+		for _, v := range netpol.Violations(pols, []netpol.Case{c}) {
+			t.Error(v)
+		}
+	}
+	mustf(t, len(renderChart(t).policies(t)) == 0, "the default renders a NetworkPolicy")
+}
