@@ -38,7 +38,7 @@ func bridgeDenyReasons() []contract.Reason {
 		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
 		// issue 14 and issue 11 item 4
 		contract.ReasonRelayWaitFull, contract.ReasonPeerSessionLimit, contract.ReasonPeerUnregisteredLimit,
-		contract.CloseRegisterKeyMismatch,
+		contract.CloseRegisterKeyMismatch, contract.ReasonIdentityReplayPeerShare,
 	}
 }
 
