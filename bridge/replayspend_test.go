@@ -15,6 +15,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
+	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // TestRefusedUpgradeSpendsNoNonce: an upgrade with a valid signature that
@@ -96,4 +97,66 @@ func TestPeerAtShareLeavesOthersAdmitted(t *testing.T) {
 	if got := promtest.ToFloat64(h.srv.metrics.rejects.WithLabelValues(string(contract.ReasonIdentityReplayPeerShare))); got != 1 {
 		t.Errorf("rejects_total{reason=identity_replay_peer_share} = %v, want 1", got)
 	}
+}
+
+// TestOnePeerFloodingLeavesOthersAdmitted: one peer floods a bridge whose
+// replay cache holds 16 nonces: first 40 signed upgrades refused by its
+// session limit (429 peer_session_limit each, none spending a nonce), then
+// admitted ones until its share of 4 is spent (3 beyond the session it
+// held). Another peer is admitted after each flood.
+func TestOnePeerFloodingLeavesOthersAdmitted(t *testing.T) {
+	key := signingKey(1)
+	h := startBridge(t, func(o *Options) {
+		o.IdentityKeysFile = publishKeys(t, key)
+		o.IdentityReplayCacheSize, o.IdentityReplayPeerShare = 16, 4
+		o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 1, 1
+	})
+	ka := testKey(1)
+	signedAs := func(peer string, k relayproto.Key) http.Header {
+		hdr := identity(k)
+		hdr.Set(contract.HeaderPeer, peer)
+		return signHeaders(hdr, key, time.Now())
+	}
+	held := h.registeredAs(t, signedAs("node-a", ka), ka)
+	for i := range 40 {
+		if got := upgradeStatus(t, h.url, signedAs("node-a", ka)); got != contract.ReasonPeerSessionLimit {
+			t.Fatalf("refused flood, upgrade %d: %q, want %q", i, got, contract.ReasonPeerSessionLimit)
+		}
+	}
+	h.registeredAs(t, signedAs("node-b", testKey(2)), testKey(2)).Close()
+	held.Close()
+	admitted := 0
+	for range 1000 { // a 429 of the session limit (the last session not yet ended) is tried again
+		switch got := upgradeStatus(t, h.url, signedAs("node-a", ka)); got {
+		case "":
+			admitted++
+			continue
+		case contract.ReasonPeerSessionLimit, contract.ReasonPeerUnregisteredLimit:
+			continue
+		case contract.ReasonIdentityReplayPeerShare:
+		default:
+			t.Fatalf("admitted flood after %d admitted: %q", admitted, got)
+		}
+		break
+	}
+	if admitted != 3 {
+		t.Fatalf("admitted flood: %d upgrades answered 101 before identity_replay_peer_share, want 3", admitted)
+	}
+	h.registeredAs(t, signedAs("node-c", testKey(3)), testKey(3)).Close()
+}
+
+// upgradeStatus upgrades with hdr and closes at once: "" when answered
+// 101, else the deny reason.
+func upgradeStatus(t *testing.T, url string, hdr http.Header) contract.Reason {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}, HandshakeTimeout: 5 * time.Second}
+	ws, resp, err := d.Dial(url, hdr)
+	if err == nil {
+		ws.Close()
+		return ""
+	}
+	if resp == nil {
+		t.Fatalf("dial: %v", err)
+	}
+	return contract.Reason(resp.Header.Get(contract.HeaderDenyReason))
 }
