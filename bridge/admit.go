@@ -1,15 +1,18 @@
 package bridge
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/logging"
 )
 
@@ -17,7 +20,7 @@ import (
 // and serves the session. Every check that can fail runs before the upgrade
 // so a deny is an HTTP status with X-WireKube-Deny-Reason.
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
-	id, reason, err := s.admit(r)
+	id, nonce, reason, err := s.admit(r)
 	if reason != "" {
 		s.deny(w, r, id, reason, err)
 		return
@@ -45,16 +48,18 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, id, reason, err)
 		return
 	}
+	if reason, err := s.spendNonce(nonce, &id); reason != "" {
+		s.abandon(relay, ticket)
+		s.deny(w, r, id, reason, err)
+		return
+	}
 	upgrader := &s.upgrader
 	if probe {
 		upgrader = &s.probeUpgrader
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		// The upgrader has answered through upgradeError.
-		_ = relay.Close()
-		s.releaseSlot()
-		ticket.release()
+		s.abandon(relay, ticket) // the upgrader has answered through upgradeError
 		return
 	}
 	if probe {
@@ -73,23 +78,34 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 	go s.serveSession(ws, relay, id, r.RemoteAddr, ticket) // finishSession releases the slot
 }
 
+// abandon gives back what an admitted request held once it will not be
+// upgraded: the relay connection, its global slot and the peer's share.
+func (s *Server) abandon(relay net.Conn, ticket *peerTicket) {
+	_ = relay.Close()
+	s.releaseSlot()
+	ticket.release()
+}
+
 // admit runs the checks that need no relay: method, body, upgrade headers,
-// identity, origin, subprotocol. Any failure is a deny: fail closed. On a
+// identity, origin, subprotocol; the signature's nonce is checked unused
+// here and spent by spendNonce. Any failure is a deny: fail closed. On a
 // deny the identity returned is what is known for the log line: the
 // request id always, the peer and identity when their headers were valid.
-func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
+func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, contract.Reason, error) {
 	known := knownIdentity(r.Header)
 	switch {
 	case r.Method != http.MethodGet:
 		// The answer extauthz gives through every front (it sees the
 		// method first): one code for "not a GET upgrade" wherever it is
 		// decided.
-		return known, contract.ReasonNotWebSocket, fmt.Errorf("method %s", r.Method)
+		return known, identitysig.Verified{}, contract.ReasonNotWebSocket, fmt.Errorf("method %s", r.Method)
 	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
-		return known, contract.ReasonRequestBody, errors.New("request has a body")
+		return known, identitysig.Verified{}, contract.ReasonRequestBody, errors.New("request has a body")
 	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
-		r.Header.Get("Sec-WebSocket-Key") == "":
-		return known, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+		!validChallengeKey(r.Header.Get("Sec-WebSocket-Key")):
+		// The upgrader's own checks, so that it never refuses after
+		// spendNonce: a spent nonce means a 101.
+		return known, identitysig.Verified{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
 	}
 	id, err := parseIdentity(r.Header)
 	if err == nil {
@@ -99,21 +115,33 @@ func (s *Server) admit(r *http.Request) (peerIdentity, contract.Reason, error) {
 		err = parseClientAddress(r.Header, &id)
 	}
 	if err != nil {
-		return known, contract.ReasonIdentityHeaderInvalid, err
+		return known, identitysig.Verified{}, contract.ReasonIdentityHeaderInvalid, err
 	}
-	if reason, err := s.checkSignature(r.Header, &id); reason != "" {
-		return known, reason, err
+	nonce, reason, err := s.checkSignature(r.Header, &id)
+	if reason != "" {
+		return known, nonce, reason, err
 	}
 	id.RequestID = known.RequestID
 	known.ClientAddress = id.ClientAddress // signed (or the check is off)
 	if !s.originAllowed(r) {
-		return known, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
+		return known, nonce, contract.ReasonOriginNotAllowed, errors.New("origin not allowed")
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, contract.Subprotocol) &&
 		!slices.Contains(offered, contract.SubprotocolProbe) {
-		return known, contract.ReasonSubprotocol, offeredError(offered)
+		return known, nonce, contract.ReasonSubprotocol, offeredError(offered)
 	}
-	return id, "", nil
+	return id, nonce, "", nil
+}
+
+// validChallengeKey is the upgrader's test of Sec-WebSocket-Key: base64 of
+// 16 bytes (RFC 6455 section 4.1).
+func validChallengeKey(k string) bool {
+	if len(k) != 24 {
+		return false
+	}
+	var b [18]byte
+	n, err := base64.StdEncoding.Decode(b[:], []byte(k))
+	return err == nil && n == 16
 }
 
 // knownIdentity is what a deny line can name before the checks ran: the

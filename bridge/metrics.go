@@ -38,7 +38,7 @@ func bridgeDenyReasons() []contract.Reason {
 		contract.ReasonDraining, contract.ReasonAtCapacity, contract.ReasonRelayUnavailable,
 		// the relay wait and the per-peer limits
 		contract.ReasonRelayWaitFull, contract.ReasonPeerSessionLimit, contract.ReasonPeerUnregisteredLimit,
-		contract.CloseRegisterKeyMismatch,
+		contract.CloseRegisterKeyMismatch, contract.ReasonIdentityReplayPeerShare,
 	}
 }
 

@@ -21,7 +21,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"relay-wait": "7.5s", "relay-wait-max": "1000", "max-sessions-per-peer": "2", "max-unregistered-per-peer": "1",
 		"key-mismatch-backoff-max": "1m0s", "debug-sessions": "false",
 		"identity-keys-file": "/run/wirekube-revocation/identity-keys", "identity-signature-max-age": "30s",
-		"identity-replay-cache-size": "65536", "identity-keys-reload-interval": "10s",
+		"identity-replay-cache-size": "65536", "identity-keys-reload-interval": "10s", "identity-replay-peer-share": "64",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {

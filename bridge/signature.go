@@ -43,15 +43,24 @@ type SignatureOptions struct {
 	// IdentityReplayCacheSize bounds the nonces remembered within the max
 	// age (each about 60 bytes); when all are live, upgrades get 503
 	// identity_replay_cache_full. Default 65536: over 2,000 upgrades a
-	// second sustained for the default max age. Only verified signatures
-	// take an entry: filling it takes that many extauthz allows.
+	// second sustained for the default max age. Only an upgrade answered
+	// 101 takes an entry (a refused one spends nothing): filling it takes
+	// that many admitted upgrades.
 	IdentityReplayCacheSize int
+	// IdentityReplayPeerShare bounds the entries one WireKubePeer holds
+	// (its upgrades answered 101 within the max age); beyond it its
+	// upgrades get 429 identity_replay_peer_share and other peers' are
+	// unaffected. Default 64: an agent reconnects at most once a second
+	// (spec.md, reconnect policy), 30 within the default max age, so it
+	// never meets the bound; filling the default cache takes 1,024 peers,
+	// each with its own token. At most IdentityReplayCacheSize.
+	IdentityReplayPeerShare int
 }
 
 // DefaultSignatureOptions returns the documented defaults.
 func DefaultSignatureOptions() SignatureOptions {
 	return SignatureOptions{IdentityKeysFile: DefaultIdentityKeysFile, IdentitySignatureMaxAge: 30 * time.Second,
-		IdentityReplayCacheSize: 65536}
+		IdentityReplayCacheSize: 65536, IdentityReplayPeerShare: 64}
 }
 
 // AddFlags registers one flag per field on fs.
@@ -59,6 +68,7 @@ func (o *SignatureOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "extauthz's --identity-keys-file: the public keys X-WireKube-Signature must verify against; empty turns the check off (anyone reaching the listener can claim any identity)")
 	fs.DurationVar(&o.IdentitySignatureMaxAge, "identity-signature-max-age", o.IdentitySignatureMaxAge, "accept identity headers this long after extauthz signed them (403 identity_signature_stale beyond)")
 	fs.IntVar(&o.IdentityReplayCacheSize, "identity-replay-cache-size", o.IdentityReplayCacheSize, "signature nonces remembered within the max age (503 identity_replay_cache_full when all are live)")
+	fs.IntVar(&o.IdentityReplayPeerShare, "identity-replay-peer-share", o.IdentityReplayPeerShare, "of those, the most one WireKubePeer holds (429 identity_replay_peer_share beyond; at most --identity-replay-cache-size)")
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -69,6 +79,10 @@ func (o *SignatureOptions) Validate() error {
 	}
 	if o.IdentityReplayCacheSize < 1 {
 		errs = append(errs, fmt.Errorf("--identity-replay-cache-size: must be at least 1, got %d", o.IdentityReplayCacheSize))
+	}
+	if o.IdentityReplayPeerShare < 1 || o.IdentityReplayPeerShare > o.IdentityReplayCacheSize {
+		errs = append(errs, fmt.Errorf("--identity-replay-peer-share: want at least 1 and at most --identity-replay-cache-size (%d), got %d",
+			o.IdentityReplayCacheSize, o.IdentityReplayPeerShare))
 	}
 	return errors.Join(errs...)
 }
@@ -82,7 +96,7 @@ func newSignatureCheck(cfg *Config, keys *keyReloader, log *slog.Logger, reg pro
 		return nil, nil
 	}
 	v := &identitysig.Verifier{Keys: keys.keys.Lookup,
-		MaxAge: cfg.IdentitySignatureMaxAge, Replay: identitysig.NewReplayCache(cfg.IdentityReplayCacheSize)}
+		MaxAge: cfg.IdentitySignatureMaxAge, Replay: identitysig.NewSharedReplayCache(cfg.IdentityReplayCacheSize, cfg.IdentityReplayPeerShare)}
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wirekube_bridge_identity_replay_cache_entries",
 		Help: "Signature nonces remembered within --identity-signature-max-age (at most --identity-replay-cache-size).",
@@ -94,18 +108,29 @@ func newSignatureCheck(cfg *Config, keys *keyReloader, log *slog.Logger, reg pro
 }
 
 // checkSignature verifies X-WireKube-Signature over the identity headers
-// parseIdentity and parseBinding accepted (id), before the relay is dialled
-// and before the upgrade; it consumes the signature's nonce. Any failure is
-// a deny: fail closed.
-func (s *Server) checkSignature(h http.Header, id *peerIdentity) (contract.Reason, error) {
+// parseIdentity and parseBinding accepted (id), and that its nonce is
+// unused, before the relay is dialled; it spends nothing: spendNonce does,
+// once every other check passed. Any failure is a deny: fail closed.
+func (s *Server) checkSignature(h http.Header, id *peerIdentity) (identitysig.Verified, contract.Reason, error) {
 	if s.signatures == nil {
-		return "", nil
+		return identitysig.Verified{}, "", nil
 	}
-	return s.signatures.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{
+	return s.signatures.Check(h.Values(contract.HeaderSignature), identitysig.Fields{
 		Peer: id.Peer, PublicKey: h.Get(contract.HeaderPublicKey), Identity: id.Subject,
 		TokenExpires: h.Get(contract.HeaderTokenExpires), Binding: id.Binding,
 		ClientAddress: h.Get(contract.HeaderClientAddress),
 	})
+}
+
+// spendNonce records the nonce checkSignature accepted, in the peer's
+// share, at the upgrade's point of no return: after every other check, just
+// before the 101. A refused upgrade therefore holds no entry, and of two
+// upgrades with one signature exactly one gets here first.
+func (s *Server) spendNonce(ok identitysig.Verified, id *peerIdentity) (contract.Reason, error) {
+	if s.signatures == nil {
+		return "", nil
+	}
+	return s.signatures.Spend(ok, id.Peer)
 }
 
 // signatureRefusal reports a deny reason of the signature check: a header

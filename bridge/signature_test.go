@@ -178,6 +178,8 @@ func TestSignatureOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.IdentitySignatureMaxAge = 0 }, "--identity-signature-max-age"},
 		{func(o *Options) { o.IdentitySignatureMaxAge = 6 * time.Minute }, "--identity-signature-max-age"},
 		{func(o *Options) { o.IdentityReplayCacheSize = 0 }, "--identity-replay-cache-size"},
+		{func(o *Options) { o.IdentityReplayPeerShare = 0 }, "--identity-replay-peer-share"},
+		{func(o *Options) { o.IdentityReplayPeerShare = 65537 }, "--identity-replay-peer-share"},
 	} {
 		o := DefaultOptions()
 		tc.mod(&o)

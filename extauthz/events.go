@@ -40,9 +40,16 @@ const (
 	// eventsQueue bounds the Events waiting to be written; one more is
 	// dropped (result="dropped").
 	eventsQueue = 256
-	// eventsBurst Events per object, then one every eventsRefill: the spam
-	// filter keys on source, object and type, so every WireKubePeer (and
-	// Node) has its own budget.
+	// eventsQueueShare bounds the refusal Events of one object and reason
+	// waiting in the queue; one more is not queued (result="share_full").
+	// One identity is refused for one reason at a time, about its own peer
+	// (and, for peer_key_moved, the peer that held the key first): filling
+	// the queue takes eventsQueue/eventsQueueShare (32) such pairs.
+	eventsQueueShare = 8
+	// eventsBurst Events per object and reason, then one every
+	// eventsRefill: the spam filter keys on source, object, type and reason
+	// (eventSpamKey), so every WireKubePeer (and Node) has a budget per
+	// reason, and a flood of one refusal leaves the others' Events.
 	eventsBurst  = 5
 	eventsRefill = 5 * time.Minute
 	// eventsWriteTimeout bounds one create or patch.
@@ -55,6 +62,7 @@ const (
 	eventUpdated     = "updated"      // an existing Event's count patched
 	eventRateLimited = "rate_limited" // the object's budget was spent
 	eventDropped     = "dropped"      // the queue was full
+	eventShareFull   = "share_full"   // the object and reason held their share of the queue
 	eventFailed      = "failed"       // the API server refused or did not answer
 )
 
@@ -98,10 +106,11 @@ func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Reg
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "peer_events_total",
 			Help: "Kubernetes Events on WireKubePeers by lane (revocation|refusal) and result " +
-				"(created|updated|rate_limited|dropped|failed).",
+				"(created|updated|rate_limited|dropped|share_full|failed).",
 		}, []string{"lane", "result"}),
 	}
-	e.revocations, e.refusals = e.newLane(laneRevocation), e.newLane(laneRefusal)
+	// Only an object change causes a revocation: that lane needs no share.
+	e.revocations, e.refusals = e.newLane(laneRevocation, 0), e.newLane(laneRefusal, eventsQueueShare)
 	if err := reg.Register(e.results); err != nil {
 		return nil, fmt.Errorf("events metrics: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,26 +23,86 @@ const (
 	laneRefusal    = "refusal"    // Refused: an upgrade refused
 )
 
-// eventLane is one queue, spam filter and writer. The spam filter keys on
-// source, object and type only, so one filter for both kinds would let the
-// refusals of a peer (one every 5 minutes suffices after the burst) spend
-// the budget its revocation Event needs; one queue would let a burst of
-// refusals fill it. Each lane has eventsQueue slots and an eventsBurst per
-// object of its own.
+// eventLane is one queue, spam filter and writer. One filter for both kinds
+// would let the refusals of a peer (one every 5 minutes suffices after the
+// burst) spend the budget its revocation Event needs; one queue would let a
+// burst of refusals fill it. Each lane has eventsQueue slots and an
+// eventsBurst per object and reason of its own (eventSpamKey): one reason's
+// refusals never spend another's budget. The refusal lane also bounds the
+// Events of one object and reason waiting in its queue (share, 0 for none):
+// one peer's flood of one refusal cannot fill the queue another peer's
+// Event, or the same peer's Event of another reason, needs.
 type eventLane struct {
 	name  string
 	queue chan *corev1.Event
 	corr  *record.EventCorrelator
+	share int
+	seq   atomic.Uint64 // in the Events' names
+
+	mu     sync.Mutex
+	queued map[string]int // Events waiting per eventShareKey (share > 0)
 }
 
-func (e *PeerEvents) newLane(name string) *eventLane {
-	for _, r := range []string{eventCreated, eventUpdated, eventRateLimited, eventDropped, eventFailed} {
+func (e *PeerEvents) newLane(name string, share int) *eventLane {
+	for _, r := range []string{eventCreated, eventUpdated, eventRateLimited, eventDropped, eventShareFull, eventFailed} {
 		e.results.WithLabelValues(name, r)
 	}
-	return &eventLane{name: name, queue: make(chan *corev1.Event, eventsQueue),
+	return &eventLane{name: name, queue: make(chan *corev1.Event, eventsQueue), share: share,
+		queued: map[string]int{},
 		corr: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
 			BurstSize: eventsBurst, QPS: float32(1 / eventsRefill.Seconds()), Clock: e.clock,
+			SpamKeyFunc: eventSpamKey,
 		})}
+}
+
+// eventSpamKey is client-go's spam key (source, object, type) and the
+// Event's reason: a budget per object and reason.
+func eventSpamKey(ev *corev1.Event) string {
+	o := &ev.InvolvedObject
+	return strings.Join([]string{ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID),
+		o.APIVersion, ev.Type, ev.Reason}, "\x00")
+}
+
+// eventShareKey names an Event's object and reason in a lane's queue share.
+func eventShareKey(ev *corev1.Event) string {
+	return ev.InvolvedObject.Kind + "/" + ev.InvolvedObject.Name + "/" + ev.Reason
+}
+
+// enqueue queues ev unless its object and reason hold the lane's share, or
+// the queue is full; it never blocks. It returns the result to count, ""
+// when queued.
+func (l *eventLane) enqueue(ev *corev1.Event) string {
+	key := ""
+	if l.share > 0 {
+		key = eventShareKey(ev)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.queued[key] >= l.share {
+			return eventShareFull
+		}
+	}
+	select {
+	case l.queue <- ev:
+		if key != "" {
+			l.queued[key]++
+		}
+		return ""
+	default:
+		return eventDropped
+	}
+}
+
+// dequeued gives ev's place in the share back once the writer took it.
+func (l *eventLane) dequeued(ev *corev1.Event) {
+	if l.share == 0 {
+		return
+	}
+	key := eventShareKey(ev)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.queued[key]--; l.queued[key] <= 0 {
+		delete(l.queued, key)
+	}
 }
 
 // record queues an Event about peer's WireKubePeer on lane l, or about the
@@ -55,18 +117,17 @@ func (e *PeerEvents) record(l *eventLane, peer string, r contract.Reason, typ, m
 	}
 	now := metav1.NewTime(e.clock.Now())
 	ev := &corev1.Event{
-		// The lane in the name: Events of both lanes about one object
-		// recorded at the same instant must not collide.
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%s.%x", ref.Name, l.name, now.UnixNano()),
+		// The lane and its sequence number in the name: Events about one
+		// object recorded at the same instant (of both lanes, or of two
+		// reasons, each with its own budget) must not collide.
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%s.%x.%x", ref.Name, l.name, now.UnixNano(), l.seq.Add(1)),
 			Namespace: eventsNamespace},
 		InvolvedObject: ref, Reason: string(r), Message: msg, Type: typ,
 		FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: e.source,
 		ReportingController: e.source.Component, ReportingInstance: e.source.Host,
 	}
-	select {
-	case l.queue <- ev:
-	default:
-		e.results.WithLabelValues(l.name, eventDropped).Inc()
+	if result := l.enqueue(ev); result != "" {
+		e.results.WithLabelValues(l.name, result).Inc()
 	}
 }
 
@@ -94,6 +155,7 @@ func (e *PeerEvents) runLane(ctx context.Context, l *eventLane) {
 // write passes ev through the lane's correlator and writes what it says: a
 // new Event, a count patch of the one already written, or nothing.
 func (e *PeerEvents) write(ctx context.Context, l *eventLane, ev *corev1.Event) {
+	l.dequeued(ev)
 	res, err := l.corr.EventCorrelate(ev)
 	if err == nil && res.Skip {
 		e.results.WithLabelValues(l.name, eventRateLimited).Inc()

@@ -50,9 +50,12 @@ const (
 const (
 	afterAdmitted  = "admitted"   // a throttled relay upgrade admitted, its review owed
 	afterQueueFull = "queue_full" // --review-after-max-pending reached: answered review_throttled
-	afterConfirmed = "confirmed"  // the TokenReview agreed
-	afterRefused   = "refused"    // the TokenReview refused the token or named another identity: revoked
-	afterError     = "error"      // no TokenReview answer after every try: revoked
+	// afterIdentityShare: the token's identity already has
+	// reviewAfterShare follow-ups waiting: answered review_throttled.
+	afterIdentityShare = "identity_share"
+	afterConfirmed     = "confirmed" // the TokenReview agreed
+	afterRefused       = "refused"   // the TokenReview refused the token or named another identity: revoked
+	afterError         = "error"     // no TokenReview answer after every try: revoked
 )
 
 // followUp is a TokenReview owed for a session admitted without one.
@@ -66,8 +69,16 @@ type followUp struct {
 	tries   int
 }
 
-// reviewAfter is the queue of follow-up reviews (FIFO, bounded) and the
-// bindings whose follow-up failed. Safe for concurrent use.
+// reviewAfterShare bounds the follow-ups of one identity (identityKey: a
+// ServiceAccount and the Pod or Node its token is bound to) waiting in the
+// queue. An agent owes one per token and reconnect within a follow-up's
+// wait; one that upgrades in a loop while the gate is full would otherwise
+// fill the queue and leave every other agent review_throttled.
+const reviewAfterShare = 4
+
+// reviewAfter is the queue of follow-up reviews (FIFO, bounded, at most
+// reviewAfterShare waiting per identity) and the bindings whose follow-up
+// failed. Safe for concurrent use.
 type reviewAfter struct {
 	max     int
 	results *prometheus.CounterVec
@@ -78,19 +89,20 @@ type reviewAfter struct {
 
 	mu       sync.Mutex
 	queue    []*followUp
-	wake     chan struct{} // one pending wake-up
+	waiting  map[string]int // follow-ups in the queue per identity
+	wake     chan struct{}  // one pending wake-up
 	distrust map[string]time.Time
 }
 
 func newReviewAfter(max int, reg prometheus.Registerer, now func() time.Time) (*reviewAfter, error) {
 	q := &reviewAfter{max: max, now: now, wake: make(chan struct{}, 1), distrust: map[string]time.Time{},
-		notify: func(string) {}}
+		waiting: map[string]int{}, notify: func(string) {}}
 	q.results = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "review_after_total",
 		Help: "Relay upgrades admitted under --on-review-throttled=review-after and their follow-up TokenReviews, " +
-			"by result (admitted|queue_full|confirmed|refused|error).",
+			"by result (admitted|queue_full|identity_share|confirmed|refused|error).",
 	}, []string{"result"})
-	for _, r := range []string{afterAdmitted, afterQueueFull, afterConfirmed, afterRefused, afterError} {
+	for _, r := range []string{afterAdmitted, afterQueueFull, afterIdentityShare, afterConfirmed, afterRefused, afterError} {
 		q.results.WithLabelValues(r)
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -116,15 +128,27 @@ func (q *reviewAfter) len() int {
 	return len(q.queue)
 }
 
-// add queues f unless the queue is full (or, for a retry, always).
+// add queues f unless the queue is full or f's identity has its share
+// waiting (a retry, always).
 func (q *reviewAfter) add(f *followUp, retry bool) bool {
+	who := f.ver.identity()
 	q.mu.Lock()
-	if !retry && len(q.queue) >= q.max {
-		q.mu.Unlock()
-		q.results.WithLabelValues(afterQueueFull).Inc()
-		return false
+	if !retry {
+		refused := ""
+		switch {
+		case q.waiting[who] >= reviewAfterShare:
+			refused = afterIdentityShare
+		case len(q.queue) >= q.max:
+			refused = afterQueueFull
+		}
+		if refused != "" {
+			q.mu.Unlock()
+			q.results.WithLabelValues(refused).Inc()
+			return false
+		}
 	}
 	q.queue = append(q.queue, f)
+	q.waiting[who]++
 	q.mu.Unlock()
 	if !retry {
 		q.results.WithLabelValues(afterAdmitted).Inc()
@@ -144,6 +168,11 @@ func (q *reviewAfter) take(ctx context.Context) (*followUp, bool) {
 			f := q.queue[0]
 			q.queue[0] = nil
 			q.queue = q.queue[1:]
+			if who := f.ver.identity(); q.waiting[who] <= 1 {
+				delete(q.waiting, who)
+			} else {
+				q.waiting[who]--
+			}
 			more := len(q.queue) > 0
 			q.mu.Unlock()
 			if more { // pass the wake-up on to another worker

@@ -252,6 +252,10 @@ const (
 	// 503, retryable: --identity-replay-cache-size nonces are remembered
 	// and none has expired yet; the bridge cannot tell a replay apart.
 	ReasonIdentityReplayCacheFull Reason = "identity_replay_cache_full"
+	// 429: the WireKubePeer already holds --identity-replay-peer-share of
+	// the nonces remembered within the max age (that many upgrades answered
+	// 101 in that window); other peers are unaffected.
+	ReasonIdentityReplayPeerShare Reason = "identity_replay_peer_share"
 )
 
 // HTTPStatus is the status a deny with this reason answers. Unknown reasons
@@ -268,7 +272,7 @@ func (r Reason) HTTPStatus() int {
 	case ReasonTokenSignatureInvalid:
 		return http.StatusUnauthorized
 	case ReasonPeerSessionLimit, ReasonPeerUnregisteredLimit, ReasonSessionsListBusy, ReasonSessionsListRate,
-		ReasonSourceRateLimited:
+		ReasonSourceRateLimited, ReasonIdentityReplayPeerShare:
 		return http.StatusTooManyRequests
 	default:
 		return http.StatusForbidden

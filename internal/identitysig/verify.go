@@ -29,45 +29,75 @@ type Verifier struct {
 	Now func() time.Time
 }
 
-// Verify checks the X-WireKube-Signature values of a request against the
-// identity fields it carries, and consumes its nonce. It returns the deny
-// reason and an error for the log line, or "" and nil. The checks run in
-// this order so that nothing unauthenticated reaches the replay cache:
-// shape, key id, signature, age, nonce.
+// Verified is a signature Check accepted whose nonce is still to be spent.
+type Verified struct {
+	nonce [NonceLen]byte
+	until time.Time
+}
+
+// Verify is Check then Spend for the fields' peer: it consumes the nonce.
 func (v *Verifier) Verify(values []string, f Fields) (contract.Reason, error) {
-	now := time.Now
-	if v.Now != nil {
-		now = v.Now
+	ok, reason, err := v.Check(values, f)
+	if reason != "" {
+		return reason, err
 	}
-	t := now()
+	return v.Spend(ok, f.Peer)
+}
+
+// Check checks the X-WireKube-Signature values of a request against the
+// identity fields it carries, and that its nonce is unused so far; it
+// spends nothing (Spend does, at the point of no return). It returns the
+// deny reason and an error for the log line, or "" and nil. The checks run
+// in this order so that nothing unauthenticated reaches the replay cache:
+// shape, key id, signature, age, nonce.
+func (v *Verifier) Check(values []string, f Fields) (Verified, contract.Reason, error) {
+	t := v.now()
 	switch {
 	case len(values) == 0:
-		return contract.ReasonIdentitySignatureMissing, errors.New("no " + contract.HeaderSignature)
+		return Verified{}, contract.ReasonIdentitySignatureMissing, errors.New("no " + contract.HeaderSignature)
 	case len(values) > 1:
-		return contract.ReasonIdentitySignatureInvalid, errors.New(contract.HeaderSignature + " repeated")
+		return Verified{}, contract.ReasonIdentitySignatureInvalid, errors.New(contract.HeaderSignature + " repeated")
 	}
 	sig, err := Parse(values[0])
 	if err != nil {
-		return contract.ReasonIdentitySignatureInvalid, err
+		return Verified{}, contract.ReasonIdentitySignatureInvalid, err
 	}
 	pub, err := v.Keys(sig.KeyID, t)
 	if err != nil {
-		return contract.ReasonIdentitySignatureInvalid, fmt.Errorf("key id %s: %w", sig.KeyID, err)
+		return Verified{}, contract.ReasonIdentitySignatureInvalid, fmt.Errorf("key id %s: %w", sig.KeyID, err)
 	}
 	if !ed25519.Verify(pub, Message(sig.KeyID, sig.IssuedAt.UnixMilli(), sig.Nonce, f), sig.Sig[:]) {
-		return contract.ReasonIdentitySignatureInvalid, fmt.Errorf("signature of key id %s does not verify over these headers", sig.KeyID)
+		return Verified{}, contract.ReasonIdentitySignatureInvalid, fmt.Errorf("signature of key id %s does not verify over these headers", sig.KeyID)
 	}
 	switch age := t.Sub(sig.IssuedAt); {
 	case age > v.MaxAge:
-		return contract.ReasonIdentitySignatureStale, fmt.Errorf("signed %s ago, over %s", age.Round(time.Millisecond), v.MaxAge)
+		return Verified{}, contract.ReasonIdentitySignatureStale, fmt.Errorf("signed %s ago, over %s", age.Round(time.Millisecond), v.MaxAge)
 	case -age > MaxFutureSkew:
-		return contract.ReasonIdentitySignatureStale, fmt.Errorf("signed %s in the future, over %s", (-age).Round(time.Millisecond), MaxFutureSkew)
+		return Verified{}, contract.ReasonIdentitySignatureStale, fmt.Errorf("signed %s in the future, over %s", (-age).Round(time.Millisecond), MaxFutureSkew)
 	}
-	switch err := v.Replay.Add(sig.Nonce, sig.IssuedAt.Add(v.MaxAge), t); {
+	if v.Replay.Seen(sig.Nonce, t) {
+		return Verified{}, contract.ReasonIdentitySignatureReplayed, ErrReplayed
+	}
+	return Verified{nonce: sig.Nonce, until: sig.IssuedAt.Add(v.MaxAge)}, "", nil
+}
+
+// Spend records ok's nonce as used by owner: once per nonce, whoever calls
+// it first (a concurrent second Spend is a replay), within owner's share.
+func (v *Verifier) Spend(ok Verified, owner string) (contract.Reason, error) {
+	switch err := v.Replay.Spend(ok.nonce, owner, ok.until, v.now()); {
 	case errors.Is(err, ErrReplayed):
 		return contract.ReasonIdentitySignatureReplayed, err
+	case errors.Is(err, ErrShareFull):
+		return contract.ReasonIdentityReplayPeerShare, err
 	case err != nil:
 		return contract.ReasonIdentityReplayCacheFull, err
 	}
 	return "", nil
+}
+
+func (v *Verifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
 }

@@ -62,10 +62,11 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonIdentityReplayCacheFull: "the bridge remembers --identity-replay-cache-size signatures within its max age and none expired yet: retry in a second; raise the size if upgrades come this fast",
 
 	// Recovery and per-identity limits.
-	contract.ReasonPeerSessionLimit:      "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",
-	contract.ReasonPeerUnregisteredLimit: "another session of this WireKubePeer is still before its Register: retry in a second; if it persists another client is using this node's identity",
-	contract.ReasonRelayWaitFull:         "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
-	contract.ReasonBridgeUnavailable:     "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
+	contract.ReasonIdentityReplayPeerShare: "this WireKubePeer was upgraded --identity-replay-peer-share times within the signature max age: another client is dialling with this node's identity in a loop; retry in a second",
+	contract.ReasonPeerSessionLimit:        "this WireKubePeer already has --max-sessions-per-peer sessions (its agent is connected): stop the other client using this node's identity, or run the probe without --register",
+	contract.ReasonPeerUnregisteredLimit:   "another session of this WireKubePeer is still before its Register: retry in a second; if it persists another client is using this node's identity",
+	contract.ReasonRelayWaitFull:           "the bridge already holds --relay-wait-max upgrades while the raw relay is unreachable: check the relay Service and the bridge's /readyz, then retry",
+	contract.ReasonBridgeUnavailable:       "the proxy reached no wirekube-bridge (down, restarting or draining): check the bridge container, its logs and the proxy's upstream, then retry",
 
 	// The session listing's bounds.
 	contract.ReasonSessionsListBusy: "another /debug/sessions listing of this bridge is being served: retry in a second (one at a time)",
