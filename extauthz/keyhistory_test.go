@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
@@ -237,5 +238,24 @@ func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	}
 	if st.size() != 0 {
 		t.Fatalf("%d bindings still watched, want 0", st.size())
+	}
+}
+
+// TestKeyHistoryDeleteAsTombstone: V's delete reaches the history only as
+// a tombstone (the informer missed the delete and found V gone at a
+// relist). V is forgotten all the same: M, taking the key then, holds it
+// first, and N copying it from M is refused for M.
+func TestKeyHistoryDeleteAsTombstone(t *testing.T) {
+	s := newHistorySim()
+	hd := s.h.handler()
+	v := peerObject("V", simKey(1).Base64())
+	s.peers["V"] = simKey(1)
+	hd.OnAdd(v, true)
+	delete(s.peers, "V")
+	hd.OnDelete(cache.DeletedFinalStateUnknown{Key: "V", Obj: v})
+	s.set("M", 1, false)
+	s.set("N", 1, false)
+	if got := s.refused("N"); got != "M" {
+		t.Errorf("N refused for first holder %q, want %q", got, "M")
 	}
 }
