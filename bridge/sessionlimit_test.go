@@ -105,3 +105,25 @@ func TestSessionListingTakesNoSessionTableLock(t *testing.T) {
 		t.Fatal("the listing waits for the session-table lock")
 	}
 }
+
+// TestSessionListingBucketCappedAtBurst: after the burst is spent and ten
+// seconds pass (a hundred listings' worth at 10 a second), the bucket
+// holds its burst of 30 again, no more: 30 listings at once are served,
+// the 31st is refused 429 sessions_list_rate.
+func TestSessionListingBucketCappedAtBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := listingServer(t, 3)
+		for range 30 {
+			list(srv)
+		}
+		time.Sleep(10 * time.Second)
+		for i := range 30 {
+			if code, reason, _ := list(srv); code != http.StatusOK {
+				t.Fatalf("listing %d after the refill: %d %q, want 200", i+1, code, reason)
+			}
+		}
+		if code, reason, _ := list(srv); code != http.StatusTooManyRequests || reason != "sessions_list_rate" {
+			t.Fatalf("listing 31 after a 10 s refill: %d %q, want 429 sessions_list_rate (the bucket holds 30 at most)", code, reason)
+		}
+	})
+}

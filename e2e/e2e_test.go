@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 	t.Run("peer_events", e.testPeerEvents)
 	t.Run("peer_admission", e.testPeerAdmission)
 	t.Run("key_moved", e.testKeyMoved)
+	t.Run("key_gap", e.testKeyGap)
 	t.Run("stranger_events", e.testStrangerEvents)
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)

@@ -92,8 +92,9 @@ type Decision struct {
 	// path could admit (the prefilter, prefilter.go). Only such a refusal
 	// may choose the object an Event is written on.
 	admissible bool
-	// firstHolder is the WireKubePeer that first held the key of a
-	// peer_key_moved refusal (keyhistory.go): its Event goes there too.
+	// firstHolder names the owner of the key of a peer_key_moved refusal
+	// (keyhistory.go): its WireKubePeer, or while that is gone its Node of
+	// the same name, gets the Event too.
 	firstHolder string
 	// binding is what X-WireKube-Binding holds, on a relay allow.
 	binding revocation.Binding

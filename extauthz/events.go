@@ -156,10 +156,11 @@ func (e *PeerEvents) Refused(d Decision) {
 	}
 	e.record(e.refusals, d.Peer, d.Reason, corev1.EventTypeWarning, msg)
 	if d.Reason == contract.ReasonPeerKeyMoved && d.firstHolder != "" {
-		// The peer whose key it was: its node should know that another
-		// WireKubePeer now carries it.
+		// The owner of the key: its node should know that another
+		// WireKubePeer now carries it. The refused peer is named: the
+		// Event is about it, not against the owner.
 		e.record(e.refusals, d.firstHolder, d.Reason, corev1.EventTypeWarning,
-			"relay upgrade of another WireKubePeer refused: it holds a key this WireKubePeer held first (peer_key_moved) (key "+
+			"relay upgrade of WireKubePeer "+d.Peer+" refused: it holds a key published first here (peer_key_moved) (key "+
 				d.KeyFingerprint+")")
 	}
 }
@@ -197,7 +198,7 @@ func reasonText(r contract.Reason) string {
 	case contract.ReasonPeerKeyInvalid:
 		text = "spec.publicKey is not a WireGuard public key"
 	case contract.ReasonPeerKeyMoved:
-		text = "spec.publicKey was first held by another WireKubePeer, which still exists"
+		text = "spec.publicKey was published first by another node or WireKubePeer, which still exists"
 	case contract.ReasonPeerNotFound:
 		text = "no WireKubePeer of this name"
 	case contract.ReasonKeyHeldByOtherBinding:

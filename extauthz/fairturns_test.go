@@ -163,3 +163,37 @@ func TestReviewGatePushesOutTheIdentityFurthestAhead(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewGateRefusedCallGivesItsTurnBack: with one slot, held by a call
+// of a, b queues three calls and a a fourth, which gives up (its context
+// ends) before it is served; a's next call then takes the turn the refused
+// one left, between b's second and third: b b a b. Had a kept the turn it
+// never used, b's third would come first: b b b a.
+func TestReviewGateRefusedCallGivesItsTurnBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newReviewGate(1e6, 1e6, 1, time.Minute)
+		log := &gateLog{}
+		hold := make(chan struct{})
+		var wg sync.WaitGroup
+		enterInOrder(t, g, []string{"a"}, log, hold, &wg) // holds the only slot
+		enterInOrder(t, g, []string{"b", "b", "b"}, log, hold, &wg)
+		ctx, cancel := context.WithCancel(context.Background())
+		refused := make(chan error, 1)
+		go func() {
+			_, err := g.enter(ctx, "a")
+			refused <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-refused; !errors.Is(err, errThrottled) {
+			t.Fatalf("a's call whose context ended while queued: %v, want %v", err, errThrottled)
+		}
+		enterInOrder(t, g, []string{"a"}, log, hold, &wg)
+		close(hold)
+		wg.Wait()
+		want := []string{"a", "b", "b", "a", "b"}
+		if got := log.list(); !slices.Equal(got, want) {
+			t.Errorf("served %v, want %v", got, want)
+		}
+	})
+}

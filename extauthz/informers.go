@@ -45,7 +45,7 @@ type Informers struct {
 	nodes  cache.SharedIndexInformer
 	peers  cache.SharedIndexInformer
 	synced []cache.InformerSynced
-	// history remembers each key's first WireKubePeer (keyhistory.go).
+	// history remembers each key's owner (keyhistory.go).
 	history *keyHistory
 	wg      sync.WaitGroup
 }
@@ -75,9 +75,12 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key index: %w", err)
 	}
-	in.history = newKeyHistory(in.PeersWithKey)
-	if _, err := in.peers.AddEventHandler(in.history.handler()); err != nil {
+	in.history = newKeyHistory()
+	if _, err := in.peers.AddEventHandler(in.history.peerHandler()); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key history: %w", err)
+	}
+	if _, err := in.nodes.AddEventHandler(in.history.nodeHandler()); err != nil {
+		return nil, fmt.Errorf("Node key history: %w", err)
 	}
 	return in, nil
 }
@@ -266,12 +269,25 @@ func slimObject(obj any) (any, error) {
 		out.SetName(o.GetName())
 		out.SetUID(o.GetUID())
 		out.SetResourceVersion(o.GetResourceVersion())
+		out.SetOwnerReferences(nodeOwners(o.GetOwnerReferences()))
 		if key, found, err := unstructured.NestedString(o.Object, "spec", "publicKey"); err == nil && found {
 			_ = unstructured.SetNestedField(out.Object, key, "spec", "publicKey")
 		}
 		return out, nil
 	}
 	return obj, nil
+}
+
+// nodeOwners keeps the Node owner references of a WireKubePeer (the key
+// history's evidence, keyowner.go), stripped to their identifying fields.
+func nodeOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, r := range refs {
+		if r.APIVersion == "v1" && r.Kind == "Node" {
+			out = append(out, metav1.OwnerReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID})
+		}
+	}
+	return out
 }
 
 func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {

@@ -4,115 +4,161 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
-	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-// Key history (docs/revocation.md#keys). Every agent may
-// write every WireKubePeer: node M can write a fresh key into victim V's
-// WireKubePeer and then V's old key into its own. Each key is then held by
-// one peer, so peer_key_duplicate does not fire, and M's own valid token
-// would bind V's key. extauthz therefore remembers which WireKubePeer first
-// held each key and refuses the key on any other peer while that one exists
+// Key ownership (docs/revocation.md#moved-keys). Every agent may write every
+// WireKubePeer: node M can write a fresh key into victim V's WireKubePeer and
+// then V's old key into its own, or wait until V's WireKubePeer is deleted
+// and re-created (an operator's delete, an agent reinstall, a Node
+// re-registered) and write V's key into its own peer in that gap. extauthz
+// therefore remembers who published each key first and refuses the key on a
+// WireKubePeer of any other owner while that owner still exists
 // (peer_key_moved), whether or not an admission policy stops such writes.
 //
-// What it learns from: the WireKubePeer informer's events, so every replica
-// watching the same stream remembers the same first holders once it has
-// seen the same history. At start the listed state seeds it: each key's
-// current holders (all of them when several hold it) count as its first.
+// The owner of a WireKubePeer is the Node it names as owner (an
+// ownerReference v1 Node whose name is the peer's own: WireKube's agent
+// names its peer after its node and sets that reference), else the
+// WireKubePeer itself (name and UID). A key is published by the WireKubePeer
+// whose key becomes it while no other peer holds it and no owner is
+// remembered for it (or, at start, by every peer the list shows holding it).
+// Holding a key never makes an owner: a peer that takes a key somebody
+// published is not remembered, so the sole holder of a key is refused only
+// for an owner that published it and still exists, never for another peer
+// that once held it.
 //
-// What it cannot know: a move made while no extauthz ran, or before this
-// process started (its listed state is taken as the first holding); a move
-// of a key beyond the last historyKeysPerPeer keys of its first peer (the
-// older ones are forgotten); a move missed in a watch gap that the
-// informer's relist only shows as the final state. Bounded: at most
-// historyKeysPerPeer keys per existing WireKubePeer; a peer's keys are
-// forgotten when it is deleted.
+// How long an owner lasts: a WireKubePeer owner until that peer is deleted;
+// a Node owner while a Node of its name exists and, after its deletion,
+// while it is among the last retiredNodesMax Nodes deleted. So a Node-owned
+// key outlives its WireKubePeer: the peer re-created by the same node (same
+// name: a re-registered Node gets a new UID, its key stays on its disk) is
+// admitted with it, and a peer of another node that takes it meanwhile is
+// refused.
+//
+// What it learns from: the WireKubePeer and Node informers' events, in the
+// order they arrive; it reads no cache, so replicas fed the same events in
+// the same order decide alike. Bounded: at most historyKeysPerOwner keys per
+// owner; owners are existing WireKubePeers, existing Nodes and at most
+// retiredNodesMax deleted Nodes.
 
-// historyKeysPerPeer bounds the keys remembered per WireKubePeer: its
-// current key and its last few before (a rotation back to one of them
-// stays admitted as its own key).
-const historyKeysPerPeer = 4
+// historyKeysPerOwner bounds the keys remembered per owner: its current key
+// and its last few before (a rotation back to one of them stays admitted as
+// its own key).
+const historyKeysPerOwner = 4
 
-// keyHistory remembers the first holders of keys. Safe for concurrent use.
+// retiredNodesMax bounds the deleted Nodes whose keys stay owned (a Node
+// re-registering under its name, a scale-down's worth of Nodes).
+const retiredNodesMax = 256
+
+// keyOwner is who published a key: a Node by name, or a WireKubePeer by
+// name and UID.
+type keyOwner struct {
+	node bool
+	name string
+	uid  types.UID // the WireKubePeer's; empty for a Node
+}
+
+// String names the owner for a log line or a Decision's detail.
+func (o keyOwner) String() string {
+	if o.node {
+		return "Node " + o.name
+	}
+	return "WireKubePeer " + o.name
+}
+
+// peerSeen is an existing WireKubePeer as its last event showed it.
+type peerSeen struct {
+	uid    types.UID
+	owner  keyOwner
+	key    relayproto.Key
+	hasKey bool
+}
+
+// keyHistory remembers the owners of keys. Safe for concurrent use.
 type keyHistory struct {
-	// current returns the WireKubePeers now holding key (canonical base64),
-	// from the informer's index: a key nobody remembers is seeded from it.
-	current func(key string) []string
-
-	mu     sync.Mutex
-	byKey  map[relayproto.Key][]string // first holders: one, several only when seeded so
-	byPeer map[string]*peerHistory
+	mu      sync.Mutex
+	byKey   map[relayproto.Key][]keyOwner // several only when listed so at start
+	byOwner map[keyOwner][]relayproto.Key // most recent last, at most historyKeysPerOwner
+	peers   map[string]peerSeen
+	holders map[relayproto.Key][]string // the existing peers holding each key
+	nodes   map[string]types.UID        // existing Nodes
+	retired []string                    // deleted Nodes, oldest first, at most retiredMax
+	// retiredMax is retiredNodesMax (a test lowers it).
+	retiredMax int
 }
 
-// peerHistory is what is remembered of one existing WireKubePeer.
-type peerHistory struct {
-	uid  types.UID
-	keys []relayproto.Key // keys it first held, most recent last, at most historyKeysPerPeer
+func newKeyHistory() *keyHistory {
+	return &keyHistory{byKey: map[relayproto.Key][]keyOwner{}, byOwner: map[keyOwner][]relayproto.Key{},
+		peers: map[string]peerSeen{}, holders: map[relayproto.Key][]string{}, nodes: map[string]types.UID{},
+		retiredMax: retiredNodesMax}
 }
 
-func newKeyHistory(current func(key string) []string) *keyHistory {
-	return &keyHistory{current: current, byKey: map[relayproto.Key][]string{}, byPeer: map[string]*peerHistory{}}
-}
-
-// observe records that peer (with uid) holds key. seeding: the peer comes
-// from the informer's initial list, so it is a first holder even when
-// another peer of that list already is (which one came first is unknown).
-func (h *keyHistory) observe(peer string, uid types.UID, key relayproto.Key, hasKey, seeding bool) {
+// observePeer records WireKubePeer name as an event shows it. listed: the
+// event is of the informer's initial list, so the peer is an owner of its
+// key even when others hold it too (which came first is unknown).
+func (h *keyHistory) observePeer(name string, p peerSeen, listed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ph := h.byPeer[peer]
-	if ph != nil && ph.uid != uid {
-		h.forgetLocked(peer) // deleted and recreated under the same name
-		ph = nil
+	old, existed := h.peers[name]
+	if existed && old.uid != p.uid {
+		h.dropPeerLocked(name) // deleted and re-created under the same name
+		existed = false
 	}
-	if ph == nil {
-		ph = &peerHistory{uid: uid}
-		h.byPeer[peer] = ph
+	if existed {
+		h.unholdLocked(name, old)
 	}
-	if !hasKey {
+	h.peers[name] = p
+	if !p.hasKey {
 		return
 	}
-	holders := h.byKey[key]
+	h.holders[p.key] = append(h.holders[p.key], name)
+	published := !existed || !old.hasKey || old.key != p.key
+	owners := h.byKey[p.key]
 	switch {
-	case len(holders) == 0:
-		for _, p := range h.current(key.Base64()) {
-			if p != peer && h.byPeer[p] != nil {
-				h.addLocked(p, key)
-			}
-		}
-		h.addLocked(peer, key)
-	case slices.Contains(holders, peer), seeding:
-		h.addLocked(peer, key)
+	case slices.Contains(owners, p.owner), listed:
+		h.addLocked(p.owner, p.key)
+	case published && len(owners) == 0 && len(h.holders[p.key]) == 1:
+		h.addLocked(p.owner, p.key)
 	}
-	// Otherwise peer took a key another existing peer held first: not
-	// remembered as its own (the check refuses it, peer_key_moved).
+	// Otherwise the peer took a key it did not publish: it is not an
+	// owner (refused while an owner exists, peer_key_moved).
 }
 
-// addLocked makes peer a first holder of key and its most recent key,
-// forgetting its oldest beyond historyKeysPerPeer.
-func (h *keyHistory) addLocked(peer string, key relayproto.Key) {
-	ph := h.byPeer[peer]
-	if i := slices.Index(ph.keys, key); i >= 0 {
-		ph.keys = slices.Delete(ph.keys, i, i+1)
-	} else if !slices.Contains(h.byKey[key], peer) {
-		h.byKey[key] = append(h.byKey[key], peer)
+// unholdLocked removes name from the holders of its previous key.
+func (h *keyHistory) unholdLocked(name string, old peerSeen) {
+	if !old.hasKey {
+		return
 	}
-	ph.keys = append(ph.keys, key)
-	if len(ph.keys) > historyKeysPerPeer {
-		h.dropLocked(peer, ph.keys[0])
-		ph.keys = slices.Delete(ph.keys, 0, 1)
+	rest := slices.DeleteFunc(h.holders[old.key], func(p string) bool { return p == name })
+	if len(rest) == 0 {
+		delete(h.holders, old.key)
+		return
 	}
+	h.holders[old.key] = rest
 }
 
-// dropLocked removes peer from the first holders of key.
-func (h *keyHistory) dropLocked(peer string, key relayproto.Key) {
-	rest := slices.DeleteFunc(h.byKey[key], func(p string) bool { return p == peer })
+// addLocked makes o an owner of key, its most recent, forgetting its oldest
+// beyond historyKeysPerOwner.
+func (h *keyHistory) addLocked(o keyOwner, key relayproto.Key) {
+	keys := h.byOwner[o]
+	if i := slices.Index(keys, key); i >= 0 {
+		keys = slices.Delete(keys, i, i+1)
+	} else {
+		h.byKey[key] = append(h.byKey[key], o)
+	}
+	keys = append(keys, key)
+	if len(keys) > historyKeysPerOwner {
+		h.unownLocked(o, keys[0])
+		keys = slices.Delete(keys, 0, 1)
+	}
+	h.byOwner[o] = keys
+}
+
+// unownLocked removes o from the owners of key.
+func (h *keyHistory) unownLocked(o keyOwner, key relayproto.Key) {
+	rest := slices.DeleteFunc(h.byKey[key], func(x keyOwner) bool { return x == o })
 	if len(rest) == 0 {
 		delete(h.byKey, key)
 		return
@@ -120,126 +166,93 @@ func (h *keyHistory) dropLocked(peer string, key relayproto.Key) {
 	h.byKey[key] = rest
 }
 
-// forget drops a deleted WireKubePeer and every key it first held.
-func (h *keyHistory) forget(peer string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.forgetLocked(peer)
+// forgetOwnerLocked drops every key o owns.
+func (h *keyHistory) forgetOwnerLocked(o keyOwner) {
+	for _, key := range h.byOwner[o] {
+		h.unownLocked(o, key)
+	}
+	delete(h.byOwner, o)
 }
 
-// forgetLocked drops peer; a key it first held is then first held by the
-// peers now holding it (a key that reappears after its first peer was
-// deleted is admitted on the peer that has it).
-func (h *keyHistory) forgetLocked(peer string) {
-	ph := h.byPeer[peer]
-	if ph == nil {
+// forgetPeer records the deletion of WireKubePeer name.
+func (h *keyHistory) forgetPeer(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropPeerLocked(name)
+}
+
+// dropPeerLocked drops peer name. Its keys go with it when it is their
+// owner; a Node owner keeps them while it lasts (liveLocked).
+func (h *keyHistory) dropPeerLocked(name string) {
+	p, ok := h.peers[name]
+	if !ok {
 		return
 	}
-	delete(h.byPeer, peer)
-	for _, key := range ph.keys {
-		h.dropLocked(peer, key)
-		if len(h.byKey[key]) > 0 {
-			continue
-		}
-		for _, p := range h.current(key.Base64()) {
-			if p != peer && h.byPeer[p] != nil {
-				h.addLocked(p, key)
-			}
-		}
+	delete(h.peers, name)
+	h.unholdLocked(name, p)
+	if !h.liveLocked(p.owner) {
+		h.forgetOwnerLocked(p.owner)
 	}
 }
 
-// firstHolders returns the first holders of key when peer is not one of
-// them; nil when peer may hold it (it held it first, or nobody is known).
-func (h *keyHistory) firstHolders(peer string, key relayproto.Key) []string {
+// observeNode records that Node name exists with uid.
+func (h *keyHistory) observeNode(name string, uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	holders := h.byKey[key]
-	if slices.Contains(holders, peer) {
-		return nil
-	}
-	return slices.Clone(holders)
+	h.nodes[name] = uid
+	h.retired = slices.DeleteFunc(h.retired, func(n string) bool { return n == name })
 }
 
-// size is the number of keys remembered
+// forgetNode records the deletion of Node name (uid): its keys stay owned
+// while it is among the last retiredNodesMax Nodes deleted.
+func (h *keyHistory) forgetNode(name string, uid types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if got, ok := h.nodes[name]; !ok || (uid != "" && got != uid) {
+		return // a delete of an older Node of that name
+	}
+	delete(h.nodes, name)
+	h.retired = append(h.retired, name)
+	if len(h.retired) > h.retiredMax {
+		h.forgetOwnerLocked(keyOwner{node: true, name: h.retired[0]})
+		h.retired = slices.Delete(h.retired, 0, 1)
+	}
+}
+
+// liveLocked reports whether o still exists: its WireKubePeer (same UID),
+// or its Node, existing or among the recently deleted.
+func (h *keyHistory) liveLocked(o keyOwner) bool {
+	if !o.node {
+		p, ok := h.peers[o.name]
+		return ok && p.uid == o.uid
+	}
+	_, ok := h.nodes[o.name]
+	return ok || slices.Contains(h.retired, o.name)
+}
+
+// refusal returns an owner of key other than owner (the owner of the
+// WireKubePeer asking, ownerOf its cached object) that still exists: that
+// peer must not use key. False when it may (owner is an owner of key, or no
+// owner of key exists).
+func (h *keyHistory) refusal(owner keyOwner, key relayproto.Key) (keyOwner, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	owners := h.byKey[key]
+	if slices.Contains(owners, owner) {
+		return keyOwner{}, false
+	}
+	for _, o := range owners {
+		if h.liveLocked(o) {
+			return o, true
+		}
+	}
+	return keyOwner{}, false
+}
+
+// size is the number of keys with an owner remembered
 // (wirekube_extauthz_peer_key_history_keys).
 func (h *keyHistory) size() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.byKey)
-}
-
-// handler feeds the history from the WireKubePeer informer.
-func (h *keyHistory) handler() cache.ResourceEventHandler {
-	observe := func(obj any, seeding bool) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			k, hasKey := peerKeyOf(u)
-			h.observe(u.GetName(), u.GetUID(), k, hasKey, seeding)
-		}
-	}
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj, false) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				h.forget(u.GetName())
-			}
-		},
-	}
-}
-
-// KeyFirstHolder reports the WireKubePeer that first held key, when it is
-// not peer and still exists in the cache: peer must not use the key.
-func (in *Informers) KeyFirstHolder(peer string, key relayproto.Key) (string, bool) {
-	if in.history == nil {
-		return "", false
-	}
-	for _, p := range in.history.firstHolders(peer, key) {
-		if _, ok := in.PeerRef(p); ok {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// KeyHistorySize is the number of keys whose first holders are remembered.
-func (in *Informers) KeyHistorySize() int {
-	if in.history == nil {
-		return 0
-	}
-	return in.history.size()
-}
-
-// keyFirstHolders is the part of Objects the key history answers
-// (Informers); Objects without it refuse nothing as moved.
-type keyFirstHolders interface {
-	KeyFirstHolder(peer string, key relayproto.Key) (string, bool)
-}
-
-// keyMoved refuses key on peer when another, still existing WireKubePeer
-// held it first (peer_key_moved): the Decision names both peers, so that the
-// Event is written on each.
-func (a *Authorizer) keyMoved(peer string, key relayproto.Key) (Decision, bool) {
-	h, ok := a.objects.(keyFirstHolders)
-	if !ok {
-		return Decision{}, false
-	}
-	first, moved := h.KeyFirstHolder(peer, key)
-	if !moved {
-		return Decision{}, false
-	}
-	return Decision{Reason: contract.ReasonPeerKeyMoved, Peer: peer, KeyFingerprint: key.Fingerprint(),
-		Detail: "key first held by WireKubePeer " + first, firstHolder: first}, true
-}
-
-// registerKeyHistoryMetric registers wirekube_extauthz_peer_key_history_keys,
-// read from size at scrape time.
-func registerKeyHistoryMetric(reg prometheus.Registerer, size func() int) error {
-	return reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Name: "peer_key_history_keys",
-		Help: "Public keys whose first WireKubePeer extauthz remembers (at most 4 per existing WireKubePeer; peer_key_moved).",
-	}, func() float64 { return float64(size()) }))
 }
