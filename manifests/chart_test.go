@@ -375,9 +375,10 @@ func TestAlertRunbooks(t *testing.T) {
 			}
 			n++
 			anchor := strings.ToLower(r.Alert)
-			// Pinned to the version this tree builds, whose docs describe
-			// the installed alerts (main moves on).
-			want := "https://github.com/wirekube/relay-ws/blob/" + version.Release + "/docs/monitoring.md#" + anchor
+			// Pinned to the tag of the version this tree builds, whose docs
+			// describe the installed alerts (main moves on); main while the
+			// tree is a -dev version, which no tag names.
+			want := "https://github.com/wirekube/relay-ws/blob/" + docsRef(version.Release) + "/docs/monitoring.md#" + anchor
 			mustf(t, r.Annotations["runbook_url"] == want, "%s: runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
 			mustf(t, strings.Contains(string(doc), `<a id="`+anchor+`"></a>`), "docs/monitoring.md has no anchor %s for %s", anchor, r.Alert)
 			mustf(t, !strings.Contains(r.Expr, "absent("), "%s uses absent(), which drops the namespace label: %s", r.Alert, r.Expr)
