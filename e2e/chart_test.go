@@ -24,12 +24,16 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
+// signingSecretSet names the identity signing Secret a front=none render
+// needs without a cluster (helm template never keeps a generated key).
+const signingSecretSet = "identitySigning.existingSecret=wirekube-relay-gateway-identity-signing"
+
 // chartValueSets are the chart shapes dry-run against the API server (the
 // unit tests lint and compare the same shapes).
 var chartValueSets = map[string][]string{
 	"default":            nil,
-	"front-none":         {"--set", "front=none"},
-	"front-none-enforce": {"--set", "front=none,networkPolicy.mode=enforce"},
+	"front-none":         {"--set", "front=none," + signingSecretSet},
+	"front-none-enforce": {"--set", "front=none,networkPolicy.mode=enforce," + signingSecretSet},
 	"enforce":            {"--set", "networkPolicy.mode=enforce"},
 	"monitoring": {"--set", "monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true," +
 		"monitoring.prometheusRule.enabled=true,monitoring.grafanaDashboard.enabled=true"},
@@ -37,7 +41,7 @@ var chartValueSets = map[string][]string{
 	"single-replica": {"--set", "replicas=1"},
 	"large": {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi," +
 		"bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
-	"ingress-nginx": {"--set", "publicHost=relay.corp.internal,front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
+	"ingress-nginx": {"--set", "publicHost=relay.corp.internal,front=none,ingress.enabled=true,ingress.controller=ingress-nginx," + signingSecretSet},
 	"operator-options": {"--set", "commonLabels.team=net,extraVolumes[0].name=ca,extraVolumes[0].configMap.name=ca," +
 		"bridge.extraVolumeMounts[0].name=ca,bridge.extraVolumeMounts[0].mountPath=/etc/ca,bridge.extraEnv[0].name=E," +
 		"bridge.extraEnv[0].value=v,bridge.debugSessions=true"},

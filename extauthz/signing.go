@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -45,7 +46,9 @@ type SigningOptions struct {
 	// IdentityAcceptedKeysFile holds further PEM keys (PUBLIC KEY or
 	// PRIVATE KEY blocks) whose public halves are published but never
 	// signed with: the next key before a rotation, the previous one after
-	// it. Optional.
+	// it. Optional, and so is the file: while it does not exist no further
+	// key is published (the chart mounts it from an optional Secret key, so
+	// that a Secret holding signing.pem alone is enough).
 	IdentityAcceptedKeysFile string
 	// IdentityKeysFile is where the public halves are written (mode 0644),
 	// for the bridge's --identity-keys-file. Default DefaultIdentityKeysFile;
@@ -62,7 +65,7 @@ func DefaultSigningOptions() SigningOptions {
 // AddFlags registers the signing flags on fs.
 func (o *SigningOptions) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh key pair per start, known only to the bridge of this Pod")
-	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s")
+	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s; a missing file publishes none")
 	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys are written to, for the bridge's --identity-keys-file; empty publishes none")
 }
 
@@ -99,7 +102,9 @@ func loadKeyring(o SigningOptions) (*keyring, error) {
 	kr := &keyring{signer: identitysig.NewSigner(privs[0], nil), published: pubs}
 	if o.IdentityAcceptedKeysFile != "" {
 		_, more, err := readPEMKeys("identity-accepted-keys-file", o.IdentityAcceptedKeysFile)
-		if err != nil {
+		// A missing file adds no key: the bridge then accepts fewer
+		// signatures, never more. Any other error keeps failing.
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 		for _, k := range more {

@@ -119,6 +119,33 @@ func TestSigningKeyReload(t *testing.T) {
 	})
 }
 
+// TestSigningAcceptedKeysFileOptional: a missing accepted keys file
+// publishes the signing key alone; once it exists its key is published
+// too; a file that does not parse is still an error.
+func TestSigningAcceptedKeysFileOptional(t *testing.T) {
+	dir := t.TempDir()
+	o := SigningOptions{IdentitySigningKeyFile: filepath.Join(dir, "signing.pem"),
+		IdentityAcceptedKeysFile: filepath.Join(dir, "accepted.pem")}
+	signing := writeKeyPEM(t, o.IdentitySigningKeyFile)
+	kr, err := loadKeyring(o)
+	must(t, err)
+	signingID := identitysig.KeyID(signing.Public().(ed25519.PublicKey))
+	if ids := kr.fingerprints(); len(ids) != 1 || ids[0] != signingID {
+		t.Fatalf("published %v without accepted.pem, want only the signing key %s", ids, signingID)
+	}
+	accepted := writeKeyPEM(t, o.IdentityAcceptedKeysFile)
+	kr, err = loadKeyring(o)
+	must(t, err)
+	acceptedID := identitysig.KeyID(accepted.Public().(ed25519.PublicKey))
+	if ids := kr.fingerprints(); len(ids) != 2 || ids[1] != acceptedID {
+		t.Fatalf("published %v with accepted.pem, want %s and %s", ids, signingID, acceptedID)
+	}
+	must(t, os.WriteFile(o.IdentityAcceptedKeysFile, []byte("not a key"), 0o600))
+	if _, err := loadKeyring(o); err == nil || !strings.Contains(err.Error(), "--identity-accepted-keys-file") {
+		t.Fatalf("loadKeyring with a broken accepted.pem = %v, want an error naming --identity-accepted-keys-file", err)
+	}
+}
+
 func pemOfPublic(t *testing.T, pub any) []byte {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	must(t, err)

@@ -32,7 +32,7 @@ func TestChartExposureMatchesExamples(t *testing.T) {
 		set                 string
 	}{
 		{"ingress-nginx", "Ingress", "examples/ingress-nginx",
-			"front=none,ingress.enabled=true,ingress.controller=ingress-nginx"},
+			"front=none,ingress.enabled=true,ingress.controller=ingress-nginx," + signingSecretSet},
 		{"alb", "Ingress", "examples/alb-ingress",
 			"ingress.enabled=true,ingress.controller=alb,ingress.alb.certificateArn=arn:aws:acm:REGION:ACCOUNT:certificate/REPLACE"},
 		{"gateway-api", "HTTPRoute", "examples/gateway-api",
@@ -65,7 +65,7 @@ func TestChartExposureRefuses(t *testing.T) {
 		"publicHost=relay.test,httpRoute.enabled=true,envoy.config=envoy-plaintext.yaml,httpRoute.parentRefs[0].name=gw": "is a reserved example name",
 	} {
 		t.Run(set, func(t *testing.T) {
-			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", set)
+			_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", set+","+signingSecretSet)
 			mustf(t, err != nil && strings.Contains(err.Error(), names), "got %v, want a refusal naming %q", err, names)
 		})
 	}

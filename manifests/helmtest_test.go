@@ -60,7 +60,7 @@ func TestChartHelmTestLeavesNoCredential(t *testing.T) {
 // a bridge.
 func TestChartHelmTestPodJoinsNoSelector(t *testing.T) {
 	r := renderChart(t, "--set", "front=none,helmTest.peer=node-a,helmTest.publicKey="+testPublicKey+
-		",monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,networkPolicy.mode=enforce")
+		",monitoring.podMonitor.enabled=true,monitoring.serviceMonitor.enabled=true,networkPolicy.mode=enforce,"+signingSecretSet)
 	pod := into[corev1.Pod](t, r.one(t, "Pod", "wirekube-relay-gateway-test"))
 	set := labels.Set(pod.Labels)
 	sels := selectorsOf(t, r)

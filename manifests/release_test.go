@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,34 +72,37 @@ func TestReleaseWorkflowSignsWithPinnedHelm(t *testing.T) {
 	}
 }
 
-// TestReleaseNotesOfPinnedVersion: CHANGELOG.md has a dated section for the
-// version every artifact pins, and the release job's own awk program
-// (run here as the workflow runs it) extracts non-empty notes from it.
+// TestReleaseNotesOfPinnedVersion: the release job's own awk program (run
+// here as the workflow runs it) extracts the notes of the newest dated
+// CHANGELOG section (the pinned version's at a release commit,
+// TestVersionSaysWhatTheTreeIs) and nothing of the sections around it.
 func TestReleaseNotesOfPinnedVersion(t *testing.T) {
-	changelog, err := os.ReadFile("../CHANGELOG.md")
-	if err != nil {
-		t.Fatal(err)
+	var newest string
+	for _, h := range changelogHeads(t) {
+		if m := datedHead.FindStringSubmatch(h); m != nil && newest == "" {
+			newest = m[1]
+		}
 	}
-	head := regexp.MustCompile(`(?m)^## \[` + regexp.QuoteMeta(version.Release) + `\] - \d{4}-\d{2}-\d{2}$`)
-	mustf(t, head.Match(changelog), "CHANGELOG.md has no dated section ## [%s] - YYYY-MM-DD", version.Release)
+	mustf(t, newest != "", "CHANGELOG.md has no dated section")
 	_, raw := loadRelease(t)
 	m := regexp.MustCompile(`(?s)notes="\$\(awk -v tag="\$\{TAG#v\}" '(.*?)' CHANGELOG\.md\)"`).FindStringSubmatch(raw)
 	if m == nil {
 		t.Fatal("release.yaml: no awk program extracting the notes")
 	}
-	cmd := exec.Command("awk", "-v", "tag="+strings.TrimPrefix(version.Release, "v"), m[1], "CHANGELOG.md")
+	cmd := exec.Command("awk", "-v", "tag="+strings.TrimPrefix(newest, "v"), m[1], "CHANGELOG.md")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
-	mustf(t, err == nil && strings.Contains(string(out), "### Added") && !strings.Contains(string(out), "## [v0.1.0]"),
-		"the workflow's awk gives %d bytes (%v), want the %s section only", len(out), err, version.Release)
+	mustf(t, err == nil && strings.Contains(string(out), "### Added") && !strings.Contains(string(out), "\n## "),
+		"the workflow's awk gives %d bytes (%v), want the %s section only", len(out), err, newest)
 }
 
 // artifactHub is Chart.yaml's Artifact Hub annotations, decoded.
 type artifactHub struct {
-	images  []struct{ Name, Image string }
-	changes []struct{ Kind, Description string }
-	links   []struct{ Name, URL string }
-	license string
+	images     []struct{ Name, Image string }
+	changes    []struct{ Kind, Description string }
+	links      []struct{ Name, URL string }
+	license    string
+	prerelease string
 }
 
 func loadArtifactHub(t *testing.T) artifactHub {
@@ -118,6 +122,7 @@ func loadArtifactHub(t *testing.T) artifactHub {
 		}
 	}
 	a.license = chart.Annotations["artifacthub.io/license"]
+	a.prerelease = chart.Annotations["artifacthub.io/prerelease"]
 	return a
 }
 
@@ -156,8 +161,10 @@ func writeArtifactHubChanges(t *testing.T, entries []string) {
 
 // TestChartArtifactHub: the images Artifact Hub lists are those a default
 // install runs, the changes are the CHANGELOG section's entries of the
-// pinned version (kind from its heading, description its bold title), the
-// links are pinned to the version, and the license is LICENSE's.
+// pinned version (Unreleased for a -dev one; kind from its heading,
+// description its bold title), the links name the ref of its docs (the tag,
+// main for -dev), a -dev chart is a prerelease, and the license is
+// LICENSE's.
 func TestChartArtifactHub(t *testing.T) {
 	a := loadArtifactHub(t)
 	var listed, running []string
@@ -172,7 +179,11 @@ func TestChartArtifactHub(t *testing.T) {
 	slices.Sort(listed)
 	slices.Sort(running)
 	mustf(t, slices.Equal(listed, running), "artifacthub.io/images %v, a default install runs %v", listed, running)
-	want := changelogEntries(t, version.Release)
+	section := version.Release
+	if strings.HasSuffix(section, devSuffix) {
+		section = "Unreleased"
+	}
+	want := changelogEntries(t, section)
 	if *updateArtifactHubChanges {
 		writeArtifactHubChanges(t, want)
 		a = loadArtifactHub(t)
@@ -182,9 +193,13 @@ func TestChartArtifactHub(t *testing.T) {
 		got := a.changes[i].Kind + ": " + a.changes[i].Description
 		mustf(t, got == want[i], "change %d: %q, CHANGELOG says %q", i, got, want[i])
 	}
+	ref := regexp.MustCompile(`^https://github\.com/wirekube/relay-ws/(?:blob|tree)/([^/]+)/`)
 	for _, l := range a.links {
-		mustf(t, !strings.Contains(l.URL, "/blob/main/") && !strings.Contains(l.URL, "/tree/main/"), "link %s points at main: %s", l.Name, l.URL)
+		m := ref.FindStringSubmatch(l.URL)
+		mustf(t, m != nil && m[1] == docsRef(version.Release), "link %s: %s, want it at %s", l.Name, l.URL, docsRef(version.Release))
 	}
+	mustf(t, a.prerelease == strconv.FormatBool(strings.Contains(version.Release, "-")),
+		"artifacthub.io/prerelease %q for %s", a.prerelease, version.Release)
 	lic, err := os.ReadFile("../LICENSE")
 	mustf(t, err == nil && strings.Contains(string(lic), "Apache License") && strings.Contains(string(lic), "Version 2.0") && a.license == "Apache-2.0",
 		"artifacthub.io/license %q, LICENSE is Apache 2.0 (%v)", a.license, err)
@@ -219,4 +234,65 @@ func changelogEntries(t *testing.T, release string) []string {
 		}
 	}
 	return out
+}
+
+// versionStep returns the run script of the release workflow's version job.
+func versionStep(t *testing.T) string {
+	t.Helper()
+	w, _ := loadRelease(t)
+	for _, s := range w.Jobs["version"].Steps {
+		if strings.Contains(s.Run, "GITHUB_OUTPUT") {
+			return s.Run
+		}
+	}
+	t.Fatal("release.yaml: the version job has no step writing its outputs")
+	return ""
+}
+
+// TestReleaseFromMain: the release workflow runs on pushes to main (not on
+// a tag, which never reached the repository) and its version job, run here
+// in a scratch clone as the workflow runs it, publishes a release version
+// once: not a -dev tree, not a version whose tag exists. The tag is made by
+// the last step, on the commit built.
+func TestReleaseFromMain(t *testing.T) {
+	_, raw := loadRelease(t)
+	mustf(t, regexp.MustCompile(`(?m)^on:\n  push:\n    branches: \[main\]\n`).MatchString(raw) && !strings.Contains(raw, "tags: ["),
+		"release.yaml is not triggered by pushes to main alone")
+	mustf(t, !strings.Contains(raw, "github.ref_name"), "release.yaml reads github.ref_name, which is main on a push to main")
+	mustf(t, strings.Contains(raw, `gh release create "$TAG" dist/* --target "$GITHUB_SHA"`), "the release step does not tag the commit it built")
+	script := versionStep(t)
+	origin := t.TempDir()
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(origin, "init", "-q")
+	git(origin, "commit", "-q", "--allow-empty", "-m", "x")
+	git(origin, "tag", "v0.2.0")
+	for release, want := range map[string]string{"v0.3.0-dev": "publish=false", "v0.2.0": "publish=false", "v0.3.0": "publish=true", "v0.3.0-rc.1": "publish=true"} {
+		clone := t.TempDir()
+		git(clone, "clone", "-q", origin, ".")
+		err := os.MkdirAll(filepath.Join(clone, "internal", "version"), 0o755)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(clone, "internal", "version", "version.go"), []byte("package version\n\nconst Release = \""+release+"\"\n"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "output")
+		cmd := exec.Command("bash", "-e", "-c", script)
+		cmd.Dir, cmd.Env = clone, append(os.Environ(), "GITHUB_OUTPUT="+out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: the version step failed: %v\n%s", release, err, b)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustf(t, strings.Contains(string(got), "tag="+release+"\n") && strings.Contains(string(got), want+"\n"), "Release %s: outputs %q, want tag=%s and %s", release, got, release, want)
+	}
 }

@@ -2,8 +2,8 @@
 //
 //	go build -ldflags "-X github.com/wirekube/relay-ws/internal/version.Version=v0.1.0" ./...
 //
-// `make build` sets it from `git describe --tags --always --dirty`; a plain
-// `go build` reports "dev". Every binary prints it with --version, logs it
+// `make build`, `make image` and the release workflow set it to Release; a
+// plain `go build` reports "dev". Every binary prints it with --version, logs it
 // on its first line and exports it as the wirekube_build_info gauge.
 package version
 
@@ -20,12 +20,16 @@ import (
 // so the linker can set it (-X); nothing assigns it at run time.
 var Version = "dev"
 
-// Release is the version this tree becomes when it is tagged: `make build`
-// and `make image` stamp it into Version, the chart's appVersion and version
-// and manifests/base's image tag pin it (manifests/version_test.go holds
-// them equal), so a chart or kustomization from a checkout runs the image
-// built from the same checkout. Bump it together with the CHANGELOG section.
-const Release = "v0.2.0"
+// Release is the version this tree is. Between releases it is the next
+// version with -dev (nothing of it is published: no tag, image or chart);
+// a release is the one commit where it drops -dev and CHANGELOG.md's
+// Unreleased section becomes the dated section of that version, and the
+// release workflow tags that commit when it lands on main. `make build` and
+// `make image` stamp it into Version; the chart's appVersion and version and
+// manifests/base's image tag pin it (manifests TestVersionPinned and
+// TestVersionSaysWhatTheTreeIs), so a chart or kustomization from a
+// checkout runs the image built from the same checkout.
+const Release = "v0.3.0-dev"
 
 // Image is the container image every binary ships in (Makefile, manifests,
 // compose, the Helm chart, the release workflow), tagged with Version.

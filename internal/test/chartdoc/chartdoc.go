@@ -113,11 +113,9 @@ const install = "## Install\n\n" +
 	"```sh\n" +
 	"helm install wirekube-relay-gateway charts/wirekube-relay-ws -n wirekube-system --set publicHost=relay.example.com\n" +
 	"```\n\n" +
-	"Until the image of this version is published, build it from this tree and point the chart at it:\n\n" +
-	"```sh\n" +
-	"make image IMAGE=registry.example.com/wirekube/relay-ws:dev && docker push registry.example.com/wirekube/relay-ws:dev\n" +
-	"helm install ... --set image.repository=registry.example.com/wirekube/relay-ws,image.tag=dev\n" +
-	"```\n\n" +
+	"A chart from a checkout between releases is a `-dev` version, of which no registry has an image: build your own\n" +
+	"and deploy its digest (docs/deploy.md#own-image); a release is verified, then deployed, by digest\n" +
+	"(docs/deploy.md#verify-a-release).\n\n" +
 	"`helm status` prints the lock-down stage, the WireKubeMesh to apply and the probe commands (NOTES.txt);\n" +
 	"`helm test` runs the probe on one node once `helmTest.peer` and `helmTest.publicKey` are set. Roll back with\n" +
 	"`helm rollback wirekube-relay-gateway REVISION -n wirekube-system`.\n\n" +
