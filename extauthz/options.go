@@ -98,6 +98,8 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
 	PeerAdmissionOptions
+	// FailureLimitOptions: failed checks per client address (failurelimit.go).
+	FailureLimitOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
 }
@@ -134,6 +136,7 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		FailureLimitOptions:  DefaultFailureLimitOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -167,6 +170,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.RevocationOptions.AddFlags(fs)
 	o.PeerAdmissionOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
+	o.FailureLimitOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -232,7 +236,7 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}
