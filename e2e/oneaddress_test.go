@@ -28,9 +28,6 @@ import (
 // limited, and every agent must still be admitted while it is.
 
 const (
-	// floodSource is the one address: a loopback address of its own, so
-	// that the rest of the suite (127.0.0.1) shares no bucket with it.
-	floodSource = "127.0.0.9"
 	// floodAgents agents connect while the flooder is limited.
 	floodAgents = 4
 	// floodLimited source_rate_limited answers count as limited (not in a
@@ -50,8 +47,12 @@ func (e *env) testOneAddressFlood(t *testing.T) {
 	for i := range ids {
 		ids[i] = e.podAgent(t, fmt.Sprintf("flood-%d", i))
 	}
-	for _, f := range e.floodFronts(t) {
-		t.Run(f.name, func(t *testing.T) { checkOneAddressFlood(t, f, ids) })
+	// Each front's one address is a loopback address of its own, so that
+	// neither shares extauthz's bucket with the other or with the rest of
+	// the suite (127.0.0.1).
+	sources := []string{"127.0.0.9", "127.0.0.10"}
+	for i, f := range e.floodFronts(t) {
+		t.Run(f.name, func(t *testing.T) { checkOneAddressFlood(t, f, ids, sources[i]) })
 	}
 }
 
@@ -96,17 +97,20 @@ func (e *env) floodFronts(t *testing.T) []front {
 // the flooder floods again until it is refused floodLimited times more: it
 // was limited before and after the agents got in. Every answer the flooder
 // gets is 401 token_missing or 429 source_rate_limited.
-func checkOneAddressFlood(t *testing.T, f front, ids []identity) {
+func checkOneAddressFlood(t *testing.T, f front, ids []identity, source string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	fl := newFlooder(f)
+	dial := fromSource(source)
+	fl := newFlooder(f, dial)
 	defer fl.client.CloseIdleConnections()
-	if n, err := fl.untilLimited(ctx); err != nil {
+	n, err := fl.untilLimited(ctx)
+	if err != nil {
 		t.Fatalf("%s: the flooder is not limited after %d upgrades: %v", f.name, n, err)
 	}
+	t.Logf("%s: the flooder was refused source_rate_limited %d times after %d upgrades", f.name, floodLimited, n)
 	for _, id := range ids {
 		o := f.opts(id)
-		o.NetDialContext = fromFloodSource
+		o.NetDialContext = dial
 		c, err := testagent.Dial(ctx, o, id.key)
 		var de *testagent.DialError
 		if errors.As(err, &de) {
@@ -116,20 +120,21 @@ func checkOneAddressFlood(t *testing.T, f front, ids []identity) {
 		alive(t, c, id.key)
 		c.Close()
 	}
-	if n, err := fl.untilLimited(ctx); err != nil {
+	if n, err = fl.untilLimited(ctx); err != nil {
 		t.Fatalf("%s: the flooder is no longer limited after the agents (%d more upgrades): %v", f.name, n, err)
 	}
+	t.Logf("%s: %d agents admitted, then %d times more after %d upgrades", f.name, len(ids), floodLimited, n)
 }
 
-// flooder sends tokenless /relay upgrades from floodSource.
+// flooder sends tokenless /relay upgrades from one address.
 type flooder struct {
 	f      front
 	client *http.Client
 	sent   int
 }
 
-func newFlooder(f front) *flooder {
-	tr := &http.Transport{TLSClientConfig: f.tls, DialContext: fromFloodSource, MaxIdleConnsPerHost: 1}
+func newFlooder(f front, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *flooder {
+	tr := &http.Transport{TLSClientConfig: f.tls, DialContext: dial, MaxIdleConnsPerHost: 1}
 	return &flooder{f: f, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 }
 
@@ -173,8 +178,8 @@ func (fl *flooder) upgrade(ctx context.Context) (int, string, error) {
 	return resp.StatusCode, resp.Header.Get(contract.HeaderDenyReason), nil
 }
 
-// fromFloodSource dials from floodSource.
-func fromFloodSource(ctx context.Context, network, addr string) (net.Conn, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(floodSource)}}
-	return d.DialContext(ctx, network, addr)
+// fromSource dials from the loopback address source.
+func fromSource(source string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+	return d.DialContext
 }
