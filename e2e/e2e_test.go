@@ -47,6 +47,7 @@ func TestE2E(t *testing.T) {
 	t.Run("ws_clients", e.testWSClients)
 	t.Run("front_matrix", e.testFrontMatrix)
 	t.Run("client_address_proxy_protocol", e.testProxyProtocol)
+	t.Run("one_address_flood", e.testOneAddressFlood)
 	t.Run("forged_headers_straight_to_bridge", e.testForgedToBridge)
 	t.Run("replay_cache_one_peer_flooding", e.testReplayFlood)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)

@@ -14,19 +14,24 @@ import (
 )
 
 // The per-source upgrade limit, written down from the sizing in
-// docs/deploy.md#per-source-limits, not read from the config: a burst of the
-// bridge's --max-sessions (a whole replica's agents behind one NAT address
-// reconnecting at once), then 200 a second, one bucket for each address that
-// can hold a connection (the overload manager's 25000).
+// docs/deploy.md#per-source-limits, not read from the config: off (it counts
+// an agent's upgrades with a stranger's, so where agents share an address a
+// tokenless flood would refuse them all), and sized for where it is turned
+// on: a burst of the bridge's --max-sessions (a whole replica's agents
+// behind one NAT address reconnecting at once), then 200 a second, one
+// bucket for each address that can hold a connection (the overload
+// manager's 25000).
 const (
 	localRateLimitFilter  = "envoy.filters.http.local_ratelimit"
 	sourceBurst           = bridgeMaxSessions
 	sourceTokensPerSecond = 200
 	sourceBuckets         = 25000
+	sourceLimitRuntimeKey = "relay_per_source_enabled"
 )
 
-// sourceLimitProperties: /relay upgrades are limited per client address,
-// with the contract's answer; nothing else is.
+// sourceLimitProperties: the per-address limit of /relay upgrades is off
+// unless turned on, and then has the contract's answer; nothing else is
+// limited.
 func sourceLimitProperties() []property {
 	return []property{
 		{"relay_per_source_limit_present", checkSourceLimit, func(v *view) {
@@ -42,8 +47,20 @@ func sourceLimitProperties() []property {
 		}},
 		{"relay_per_source_limit_enforced", checkSourceLimit, func(v *view) {
 			// Envoy's default is 0 % enforced: a missing filter_enforced is
-			// a limit that only counts.
+			// a limit that only counts once turned on.
 			setRelayLimit(v, func(l *localrlv3.LocalRateLimit) { l.FilterEnforced = nil })
+		}},
+		{"relay_per_source_limit_off_by_default", checkSourceLimit, func(v *view) {
+			// On for every request, it refuses agents behind the address a
+			// tokenless flooder shares with them.
+			setRelayLimit(v, func(l *localrlv3.LocalRateLimit) {
+				l.FilterEnabled.DefaultValue = &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED}
+			})
+		}},
+		{"relay_per_source_limit_runtime_key", checkSourceLimit, func(v *view) {
+			// The documented way to turn it on where addresses are the
+			// clients' own.
+			setRelayLimit(v, func(l *localrlv3.LocalRateLimit) { l.FilterEnabled.RuntimeKey = "other" })
 		}},
 		{"relay_per_source_limit_sized", checkSourceLimit, func(v *view) {
 			setRelayLimit(v, func(l *localrlv3.LocalRateLimit) { l.Descriptors[0].TokenBucket.MaxTokens = 100 })
@@ -106,9 +123,12 @@ func checkSourceLimit(v *view) error {
 	if err != nil {
 		return err
 	}
+	en := l.GetFilterEnabled()
 	return errors.Join(
-		errIf(!fullPercent(l.GetFilterEnabled().GetDefaultValue()) || !fullPercent(l.GetFilterEnforced().GetDefaultValue()),
-			"relay rate limit enabled %v enforced %v, want 100 %% of requests", l.GetFilterEnabled(), l.GetFilterEnforced()),
+		errIf(en.GetDefaultValue().GetNumerator() != 0 || en.GetRuntimeKey() != sourceLimitRuntimeKey,
+			"relay rate limit enabled %v, want 0 %% by default under runtime key %s", en, sourceLimitRuntimeKey),
+		errIf(!fullPercent(l.GetFilterEnforced().GetDefaultValue()),
+			"relay rate limit enforced %v, want 100 %% of the requests it is enabled for", l.GetFilterEnforced()),
 		errIf(l.GetLocalRateLimitPerDownstreamConnection(), "relay rate limit is per connection: wildcard buckets need the process-wide limit"),
 		checkSourceDescriptor(l),
 		errIf(l.GetMaxDynamicDescriptors().GetValue() != sourceBuckets,

@@ -59,6 +59,9 @@ type Authorizer struct {
 	// signer signs relay allows (signing.go): a per-start key until Run
 	// installs the configured one.
 	signer identitySigner
+	// failures limits the failed checks of one client address
+	// (failurelimit.go); nil: off.
+	failures *failureLimiter
 	// after holds the follow-up reviews of --on-review-throttled=review-after
 	// (reviewafter.go); nil under deny.
 	after *reviewAfter
@@ -100,7 +103,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		now: d.Now, metrics: m, log: d.Logger}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: d.Events,
-		now: d.Now}
+		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}
 	if cfg.onThrottled == ThrottledReviewAfter {
 		if a.after, err = newReviewAfter(cfg.afterPending, d.Registry, d.Now); err != nil {
 			return nil, fmt.Errorf("extauthz metrics: %w", err)

@@ -50,6 +50,8 @@ type Config struct {
 	peerAdmission peerAdmissionConfig
 	// The identity header signature (signing.go).
 	signing SigningOptions
+	// Failed checks per client address (failurelimit.go).
+	failureLimit FailureLimitOptions
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -92,6 +94,7 @@ func (o *Options) Complete() (*Config, error) {
 		revocation:       o.RevocationOptions,
 		peerAdmission:    o.PeerAdmissionOptions.complete(),
 		signing:          o.SigningOptions,
+		failureLimit:     o.FailureLimitOptions,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {

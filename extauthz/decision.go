@@ -81,9 +81,13 @@ type Decision struct {
 	// ReviewOwed reports an allow made before its TokenReview
 	// (--on-review-throttled=review-after): the review follows.
 	ReviewOwed bool
-	// Detail names the local verification check that failed, for the log
+	// Detail names the local verification check that failed (or, for
+	// source_rate_limited, the reason the limit replaced), for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
+	// RetryAfter is the Retry-After of a source_rate_limited answer, in
+	// whole seconds; 0 otherwise.
+	RetryAfter int
 	// ClaimedNode is the node a token refused by TokenReview names in its
 	// verified claims (signature checked locally), for the log line only:
 	// the refusal is then traceable by node name.
@@ -129,7 +133,11 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
 	client := a.clientAddress(&req)
-	d := a.signer.sign(a.decide(ctx, start.Add(a.cfg.checkTimeout), &req), client)
+	d := a.decide(ctx, start.Add(a.cfg.checkTimeout), &req)
+	// After the decision, never before it: only a failure is counted or
+	// refused, so a flood from an address agents share cannot refuse them.
+	d = a.failures.limit(client, d, a.now())
+	d = a.signer.sign(d, client)
 	a.observe(ctx, req, d, client, time.Since(start))
 	a.observeOffline(d)
 	a.events.Refused(d)

@@ -237,8 +237,8 @@ func checkResponse(d Decision) *authv3.CheckResponse {
 	if d.Status() == 401 {
 		deniedHeaders = append(deniedHeaders, denyHeader("WWW-Authenticate", "Bearer"))
 	}
-	if d.Reason.Retryable() {
-		deniedHeaders = append(deniedHeaders, denyHeader("Retry-After", "1"))
+	if ra := retryAfter(d); ra != "" {
+		deniedHeaders = append(deniedHeaders, denyHeader("Retry-After", ra))
 	}
 	return &authv3.CheckResponse{
 		Status: &status.Status{Code: int32(grpcCode(d.Status())), Message: string(d.Reason)},
@@ -270,6 +270,8 @@ func grpcCode(httpStatus int) codes.Code {
 		return codes.Unauthenticated
 	case 503:
 		return codes.Unavailable
+	case 429:
+		return codes.ResourceExhausted
 	default:
 		return codes.PermissionDenied
 	}

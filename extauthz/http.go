@@ -147,8 +147,8 @@ func writeDecision(w http.ResponseWriter, d Decision) {
 	if d.Status() == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", "Bearer")
 	}
-	if d.Reason.Retryable() {
-		h.Set("Retry-After", "1")
+	if ra := retryAfter(d); ra != "" {
+		h.Set("Retry-After", ra)
 	}
 	w.WriteHeader(d.Status())
 	_, _ = w.Write([]byte(denyBody(d.Reason)))

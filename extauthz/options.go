@@ -108,6 +108,8 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
 	PeerAdmissionOptions
+	// FailureLimitOptions: failed checks per client address (failurelimit.go).
+	FailureLimitOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
 }
@@ -145,6 +147,7 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		FailureLimitOptions:  DefaultFailureLimitOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -179,6 +182,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.RevocationOptions.AddFlags(fs)
 	o.PeerAdmissionOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
+	o.FailureLimitOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -247,7 +251,7 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -57,6 +57,8 @@ var coveredElsewhere = map[contract.Reason]string{
 	contract.ReasonKeyHeldByOtherBinding: "TestKeyHeldByOtherBinding",
 	// Needs a key moved between two WireKubePeers through the informer.
 	contract.ReasonPeerKeyMoved: "TestKeyMovedRefusedAtCheck",
+	// Needs an address's failures past its bucket.
+	contract.ReasonSourceRateLimited: "TestSourceFailureLimit",
 }
 
 // testMentions reports whether the test function name in this package's

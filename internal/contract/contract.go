@@ -183,9 +183,12 @@ const (
 	ReasonSessionsListRate Reason = "sessions_list_rate"
 )
 
-// ReasonSourceRateLimited (429, from the front): one client address
-// asked for more /relay upgrades than its bucket holds (Envoy's local rate
-// limit on the relay route, docs/deploy.md); Envoy adds Retry-After.
+// ReasonSourceRateLimited (429): one client address made more failed checks
+// (400 or 401) than its bucket holds (extauthz --source-failure-burst); only
+// a request that would have failed anyway gets it, so strangers behind an
+// address agents share cannot lock an agent out. Envoy answers it too where
+// its per-address upgrade limit is turned on (off in the shipped files,
+// docs/deploy.md#per-source-limits). Both add Retry-After.
 const ReasonSourceRateLimited Reason = "source_rate_limited"
 
 // Close reasons sent in the WebSocket close frame after the upgrade.

@@ -73,7 +73,7 @@ var fixes = map[contract.Reason]string{
 	contract.ReasonSessionsListRate: "more than 10 /debug/sessions listings a second were asked of this bridge: retry in a second, and poll the listing by hand, not from a loop",
 
 	// The front's per-source limit.
-	contract.ReasonSourceRateLimited: "this client address made more /relay upgrades than Envoy's per-source bucket allows (burst = --max-sessions, then 200 a second): stop the loop that reconnects from this address, or raise the bucket if many agents share it (docs/deploy.md)",
+	contract.ReasonSourceRateLimited: "this client address made more failed /relay upgrades (no, a malformed or an invalid token) than extauthz's per-address bucket allows (--source-failure-burst, then --source-failure-rate a second): find what keeps failing from this address; a valid token from it is still admitted (docs/monitoring.md)",
 
 	// WebSocket close reasons after the upgrade.
 	contract.CloseRegisterTimeout:     "Register was not sent in time after the upgrade: check the client sends Register first and that nothing delays it",

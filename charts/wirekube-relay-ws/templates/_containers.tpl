@@ -90,10 +90,12 @@ imagePullPolicy: {{ . }}
   {{- if ne $x.onReviewThrottled "deny" }}
   - --on-review-throttled={{ $x.onReviewThrottled }}
   {{- end }}
-  {{- if and $envoy (eq .Values.envoy.config "envoy-plaintext.yaml") }}
-  {{- /* Envoy's xff_num_trusted_hops: 1 there (the TLS-terminating proxy in front appends the client): the logged
-         client address is the entry before that proxy's (docs/extauthz.md#client-address). */}}
-  - --trusted-hops=1
+  {{- $hops := int .Values.envoy.clientAddress.trustedHops }}
+  {{- if and $envoy (lt $hops 0) (eq .Values.envoy.config "envoy-plaintext.yaml") }}{{ $hops = 1 }}{{ end }}
+  {{- if and $envoy (gt $hops 0) }}
+  {{- /* Equal to Envoy's xff_num_trusted_hops (1 in envoy-plaintext.yaml, else envoy.clientAddress.trustedHops):
+         the logged client address is the entry the trusted hops appended (docs/extauthz.md#client-address). */}}
+  - --trusted-hops={{ $hops }}
   {{- end }}
   {{- range $x.allowServiceAccounts }}
   - --allow-service-account={{ . }}

@@ -216,6 +216,33 @@ file exactly once (a renamed field fails the render instead of silently keeping 
 {{- end -}}
 {{- $s = regexReplaceAll $re $s (printf "${1}%d" (int64 $value)) -}}
 {{- end -}}
+{{- include "gw.envoyClientAddress" (list $root $file $s) -}}
+{{- end -}}
+
+{{/* The relay listener's client address from envoy.clientAddress: trustedHops (>= 0) replaces the one
+xff_num_trusted_hops line; proxyProtocol adds Envoy's proxy_protocol listener filter after the relay listener's
+address (connections without a PROXY header keep their peer address, so kubelet probes still pass). The argument is
+(list root file text); each replaced piece must be in the file exactly once. */}}
+{{- define "gw.envoyClientAddress" -}}
+{{- $root := index . 0 -}}
+{{- $file := index . 1 -}}
+{{- $s := index . 2 -}}
+{{- $ca := $root.Values.envoy.clientAddress -}}
+{{- if ge (int $ca.trustedHops) 0 -}}
+{{- $re := "(?m)^(\\s+xff_num_trusted_hops: )[0-9]+$" -}}
+{{- if ne (len (regexFindAll $re $s -1)) 1 -}}
+{{- fail (printf "%s: want exactly one xff_num_trusted_hops line to set from envoy.clientAddress.trustedHops" $file) -}}
+{{- end -}}
+{{- $s = regexReplaceAll $re $s (printf "${1}%d" (int $ca.trustedHops)) -}}
+{{- end -}}
+{{- if $ca.proxyProtocol -}}
+{{- $re := "(?m)^(  - name: relay_[a-z]+\\n    address:\\n      socket_address: [^\\n]*\\n)" -}}
+{{- if ne (len (regexFindAll $re $s -1)) 1 -}}
+{{- fail (printf "%s: want exactly one relay listener to add the PROXY protocol to" $file) -}}
+{{- end -}}
+{{- $filter := "    listener_filters:\n    - name: envoy.filters.listener.proxy_protocol\n      typed_config:\n        \"@type\": type.googleapis.com/envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol\n        allow_requests_without_proxy_protocol: true\n" -}}
+{{- $s = regexReplaceAll $re $s (printf "${1}%s" $filter) -}}
+{{- end -}}
 {{- $s -}}
 {{- end -}}
 

@@ -7,6 +7,7 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	localrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
 // Envoy's defaults when a connection manager leaves the field unset
@@ -70,6 +71,10 @@ func listenerHCM(b *bootstrapv3.Bootstrap, listener string) (*hcmv3.HttpConnecti
 // HTTP local rate limit with a blank-valued remote_address descriptor: one
 // bucket per distinct address).
 type SourceLimit struct {
+	// Enabled is filter_enabled's default: Envoy's local rate limit filter
+	// returns at once for a request it is not enabled for (counting
+	// nothing, taking no token). Only 0 % and 100 % are read.
+	Enabled bool
 	// Burst is the bucket's max_tokens: upgrades one address may make at once.
 	Burst uint32
 	// PerFill tokens are added every FillInterval.
@@ -109,7 +114,11 @@ func sourceLimit(l *localrlv3.LocalRateLimit) (SourceLimit, error) {
 			continue
 		}
 		tb := d.GetTokenBucket()
-		lim := SourceLimit{Burst: tb.GetMaxTokens(), PerFill: 1, FillInterval: tb.GetFillInterval().AsDuration(), Buckets: 20}
+		enabled, err := fullOrNothing(l.GetFilterEnabled().GetDefaultValue())
+		if err != nil {
+			return SourceLimit{}, err
+		}
+		lim := SourceLimit{Enabled: enabled, Burst: tb.GetMaxTokens(), PerFill: 1, FillInterval: tb.GetFillInterval().AsDuration(), Buckets: 20}
 		if tb.GetTokensPerFill() != nil { // token_bucket.proto: 1 when unset
 			lim.PerFill = tb.GetTokensPerFill().GetValue()
 		}
@@ -119,4 +128,18 @@ func sourceLimit(l *localrlv3.LocalRateLimit) (SourceLimit, error) {
 		return lim, nil
 	}
 	return SourceLimit{}, fmt.Errorf("envoy: relay route local rate limit has no blank-valued remote_address descriptor")
+}
+
+// fullOrNothing reads a filter_enabled default: true at 100 %, false at 0 %
+// or when unset (local_rate_limit.proto: "If not set, this defaults to 0%").
+// A fraction in between (Envoy samples requests) is an error: nothing here
+// models it.
+func fullOrNothing(p *typev3.FractionalPercent) (bool, error) {
+	if p == nil || p.GetNumerator() == 0 {
+		return false, nil
+	}
+	if p.GetDenominator() == typev3.FractionalPercent_HUNDRED && p.GetNumerator() == 100 {
+		return true, nil
+	}
+	return false, fmt.Errorf("envoy: relay route local rate limit enabled for %v: want 0 or 100 %%", p)
 }

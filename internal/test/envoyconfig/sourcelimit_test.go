@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// TestRelaySourceLimit: the per-source bucket as envoy.yaml writes it (a burst
-// of 20000, 200 per 1s, 25000 addresses), on both variants.
+// TestRelaySourceLimit: the per-source bucket as envoy.yaml writes it (off,
+// and sized for when it is turned on: a burst of 20000, 200 per 1s, 25000
+// addresses), on both variants.
 func TestRelaySourceLimit(t *testing.T) {
-	want := SourceLimit{Burst: 20000, PerFill: 200, FillInterval: time.Second, Buckets: 25000}
+	want := SourceLimit{Enabled: false, Burst: 20000, PerFill: 200, FillInterval: time.Second, Buckets: 25000}
 	for file, listener := range map[string]string{TLSConfig: "relay_tls", PlaintextConfig: "relay_plaintext"} {
 		b, err := LoadShipped(file)
 		if err != nil {

@@ -83,6 +83,18 @@ func (l *sourceLimiter) bucket(addr string, now time.Time) *sourceBucket {
 	return b
 }
 
+// allowSource is the relay route's local rate limit as Envoy's filter runs
+// it (source/extensions/filters/http/local_ratelimit/local_ratelimit.cc,
+// Filter::decodeHeaders): a request it is not enabled for continues at once,
+// uncounted and taking no token; an enabled one takes a token of its
+// address's bucket. filter_enforced is 100 % in the shipped files.
+func (s *Server) allowSource(r *http.Request) (bool, int) {
+	if !s.opts.SourceLimit.Enabled {
+		return true, 0
+	}
+	return s.sources.allow(clientAddr(r))
+}
+
 // sourceRateLimited is Envoy's local rate limit answer with envoy.yaml's
 // response_headers_to_add: 429, the reason, Cache-Control: no-store and
 // Retry-After. The body is Envoy's own.

@@ -10,14 +10,31 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 )
 
-// TestSourceLimitFromShippedConfig: by default the stand-in limits upgrades
-// per address as envoy.yaml does: a burst of 20000, 200 a second, 25000
-// addresses.
+// TestSourceLimitFromShippedConfig: by default the stand-in takes the
+// per-address limit of envoy.yaml: off, sized a burst of 20000, 200 a
+// second, 25000 addresses for when it is on.
 func TestSourceLimitFromShippedConfig(t *testing.T) {
 	s, _ := newAllowingServer(t, &peerBridge{}, Options{})
-	want := envoyconfig.SourceLimit{Burst: 20000, PerFill: 200, FillInterval: time.Second, Buckets: 25000}
-	if s.sources.lim != want {
-		t.Errorf("source limit %+v, want %+v", s.sources.lim, want)
+	want := envoyconfig.SourceLimit{Enabled: false, Burst: 20000, PerFill: 200, FillInterval: time.Second, Buckets: 25000}
+	if s.opts.SourceLimit != want {
+		t.Errorf("source limit %+v, want %+v", s.opts.SourceLimit, want)
+	}
+}
+
+// TestSourceLimitOffCountsNothing: with the limit off (a bucket of 1 that
+// would refuse the second upgrade if it were counted) every upgrade from
+// one address reaches ext_authz.
+func TestSourceLimitOffCountsNothing(t *testing.T) {
+	s, authz := newAllowingServer(t, &peerBridge{}, Options{
+		SourceLimit: envoyconfig.SourceLimit{Enabled: false, Burst: 1, PerFill: 1, FillInterval: time.Hour, Buckets: 1},
+	})
+	for i := range 5 {
+		if w := serveFrom(s, "192.0.2.1", "/relay"); w.Code != http.StatusOK {
+			t.Fatalf("upgrade %d: status %d, want 200", i, w.Code)
+		}
+	}
+	if got := authz.calls.Load(); got != 5 {
+		t.Errorf("%d checks, want 5", got)
 	}
 }
 
@@ -27,7 +44,7 @@ func TestSourceLimitFromShippedConfig(t *testing.T) {
 // another address pass; 10 s later it passes again.
 func TestRelayUpgradesLimitedPerSource(t *testing.T) {
 	s, authz := newAllowingServer(t, &peerBridge{}, Options{
-		SourceLimit: envoyconfig.SourceLimit{Burst: 2, PerFill: 1, FillInterval: 10 * time.Second, Buckets: 100},
+		SourceLimit: envoyconfig.SourceLimit{Enabled: true, Burst: 2, PerFill: 1, FillInterval: 10 * time.Second, Buckets: 100},
 	})
 	clock := time.Unix(1_700_000_000, 0)
 	s.sources.now = func() time.Time { return clock }
@@ -66,7 +83,7 @@ func TestRelayUpgradesLimitedPerSource(t *testing.T) {
 // another address took its place.
 func TestSourceBucketsForgotten(t *testing.T) {
 	s, _ := newAllowingServer(t, &peerBridge{}, Options{
-		SourceLimit: envoyconfig.SourceLimit{Burst: 1, PerFill: 1, FillInterval: time.Hour, Buckets: 1},
+		SourceLimit: envoyconfig.SourceLimit{Enabled: true, Burst: 1, PerFill: 1, FillInterval: time.Hour, Buckets: 1},
 	})
 	for i, st := range []struct {
 		addr string

@@ -8,7 +8,8 @@
 // their append semantics) and headers_to_remove, drop Authorization (the
 // route's request_headers_to_remove), relay a deny's status, headers and
 // body, and proxy the WebSocket upgrade to the bridge. Before ext_authz it
-// applies the route's per-client-address upgrade limit (sourcelimit.go). When an `envoy`
+// applies the route's per-client-address upgrade limit when the config turns
+// it on (sourcelimit.go; off in the shipped files). When an `envoy`
 // binary is on PATH the suite runs real Envoy instead.
 package envoystandin
 
@@ -59,7 +60,8 @@ type Options struct {
 	IdleTimeout           time.Duration
 	MaxRequestHeaderBytes int
 	// SourceLimit defaults (when zero) to the relay route's per-source
-	// upgrade limit in envoy/envoy.yaml (sourcelimit.go).
+	// upgrade limit in envoy/envoy.yaml (sourcelimit.go): off there, as
+	// Envoy skips the filter for a request it is not enabled for.
 	SourceLimit envoyconfig.SourceLimit
 }
 
@@ -107,7 +109,7 @@ func New(o Options) (*Server, error) {
 		}
 		o.SourceLimit = lim
 	}
-	if l := o.SourceLimit; l.PerFill == 0 || l.FillInterval <= 0 || l.Buckets == 0 {
+	if l := o.SourceLimit; l.Enabled && (l.PerFill == 0 || l.FillInterval <= 0 || l.Buckets == 0) {
 		return nil, fmt.Errorf("envoystandin: source limit %+v: want tokens, an interval and buckets", l)
 	}
 	// The host is a name only: bridgeCluster dials the endpoints.
@@ -194,8 +196,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case s.opts.RelayPath:
 		x.route = "relay"
-		// The route's local rate limit runs before ext_authz.
-		if ok, retry := s.sources.allow(clientAddr(r)); !ok {
+		// The route's local rate limit runs before ext_authz, when enabled.
+		if ok, retry := s.allowSource(r); !ok {
 			x.details = "local_rate_limited"
 			sourceRateLimited(x.rec, retry)
 			return

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wirekube/relay-ws/internal/test/envoyconfig"
 	"github.com/wirekube/relay-ws/internal/test/envoystandin"
 )
 
@@ -23,6 +24,9 @@ type FrontOptions struct {
 	ExtauthzHTTP string // host:port of wirekube-extauthz --http-listen (or a recorder in front of it)
 	Bridge       string // host:port of wirekube-bridge --listen (or a recorder in front of it)
 	LogDir       string // the front's log files go here
+	// SourceLimit is StartStandin's per-address upgrade limit; zero:
+	// envoy.yaml's (envoystandin.Options.SourceLimit).
+	SourceLimit envoyconfig.SourceLimit
 }
 
 // substitute replaces each old string, which must occur exactly once, so a
@@ -82,7 +86,8 @@ func StartStandin(o FrontOptions, grpcAddr, logName string) (*Standin, error) {
 		return nil, fmt.Errorf("standin log: %w", err)
 	}
 	so := envoystandin.Options{TLS: kp, ExtauthzGRPC: grpcAddr, Bridge: o.Bridge, AccessLog: f,
-		Logger: slog.New(slog.NewJSONHandler(f, nil)).With("component", strings.TrimSuffix(logName, ".log"))}
+		Logger:      slog.New(slog.NewJSONHandler(f, nil)).With("component", strings.TrimSuffix(logName, ".log")),
+		SourceLimit: o.SourceLimit}
 	if grpcAddr == "" {
 		so.ExtauthzHTTP = o.ExtauthzHTTP
 	}
