@@ -41,6 +41,8 @@ func TestE2E(t *testing.T) {
 	}
 	t.Run("peer_events", e.testPeerEvents)
 	t.Run("peer_admission", e.testPeerAdmission)
+	t.Run("agent_pod_admission", e.testAgentPodAdmission)
+	t.Run("agent_mesh_admission", e.testAgentMeshAdmission)
 	t.Run("key_moved", e.testKeyMoved)
 	t.Run("key_gap", e.testKeyGap)
 	t.Run("stranger_events", e.testStrangerEvents)

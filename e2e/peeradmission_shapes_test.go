@@ -25,7 +25,14 @@ type admissionClient struct {
 	node    string
 	nodeUID types.UID
 	peers   dynamic.ResourceInterface
+	// ns and podName are the agent Pod's ("" for a token bound to no Pod);
+	// pods and meshes serve agentadmission_shapes_test.go.
+	ns, podName string
+	pods        dynamic.NamespaceableResourceInterface
+	meshes      dynamic.ResourceInterface
 }
+
+func (a *admissionClient) pod(ns string) dynamic.ResourceInterface { return a.pods.Namespace(ns) }
 
 // upsertOwnPeerCreate: pkg/agent/agent.go upsertOwnPeer, the peer does not
 // exist yet: Create of the peer named after the node, labelled

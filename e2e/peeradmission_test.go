@@ -159,9 +159,12 @@ func wantPolicyRefused(t *testing.T, what string, err error) {
 	}
 }
 
-// grantAgentPeerRBAC gives the agent ServiceAccount the WireKubePeer rules
-// of WireKube's agent ClusterRole (config/agent/rbac.yaml: every verb on
-// every WireKubePeer, and its status).
+// grantAgentPeerRBAC gives the agent ServiceAccount the WireKubePeer, Pod
+// and WireKubeMesh rules of WireKube's agent ClusterRole
+// (config/agent/rbac.yaml and the chart's templates/agent/rbac.yaml, v0.0.17
+// and main: every verb on every WireKubePeer and its status; get and patch
+// of every Pod; get, list, update and watch of every WireKubeMesh, get,
+// patch and update of its status).
 func (e *env) grantAgentPeerRBAC(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
@@ -172,6 +175,11 @@ func (e *env) grantAgentPeerRBAC(t *testing.T) {
 			{APIGroups: []string{"wirekube.io"}, Resources: []string{"wirekubepeers"},
 				Verbs: []string{"get", "list", "create", "patch", "update", "delete", "watch"}},
 			{APIGroups: []string{"wirekube.io"}, Resources: []string{"wirekubepeers/status"},
+				Verbs: []string{"get", "patch", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch"}},
+			{APIGroups: []string{"wirekube.io"}, Resources: []string{"wirekubemeshes"},
+				Verbs: []string{"get", "list", "update", "watch"}},
+			{APIGroups: []string{"wirekube.io"}, Resources: []string{"wirekubemeshes/status"},
 				Verbs: []string{"get", "patch", "update"}},
 		}}, metav1.CreateOptions{})
 	fatalIf(t, err)
@@ -264,16 +272,19 @@ func (e *env) admissionAgent(t *testing.T, node string, bound bool) *admissionCl
 	n, err := e.cluster.CreateNode(ctx, node)
 	fatalIf(t, err)
 	o := stack.TokenOptions{Audience: stack.Issuer}
+	podName := ""
 	if bound {
 		pod, err := e.cluster.CreatePod(ctx, stack.Namespace, "agent-"+node, agentSA, node)
 		fatalIf(t, err)
 		o.BoundKind, o.BoundName, o.BoundUID = "Pod", pod.Name, string(pod.UID)
+		podName = pod.Name
 	}
 	cfg := rest.AnonymousClientConfig(e.cluster.Config)
 	cfg.BearerToken = e.tokenFor(t, stack.Namespace, agentSA, o)
 	dyn, err := dynamic.NewForConfig(cfg)
 	fatalIf(t, err)
-	return &admissionClient{node: node, nodeUID: n.UID, peers: dyn.Resource(stack.PeerGVR)}
+	return &admissionClient{node: node, nodeUID: n.UID, peers: dyn.Resource(stack.PeerGVR),
+		ns: stack.Namespace, podName: podName, pods: dyn.Resource(podGVR), meshes: dyn.Resource(meshGVR)}
 }
 
 func admissionGVR(resource string) schema.GroupVersionResource {

@@ -30,34 +30,39 @@ func judgePeerAdmission(policyName string, p *admissionv1.ValidatingAdmissionPol
 		return contract.PeerAdmissionNotDeny
 	case p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionv1.Ignore:
 		return contract.PeerAdmissionFailOpen // nil is Fail, the API default
-	case !matchesPeerWrites(p.Spec.MatchConstraints):
+	case !matchesWrites(p.Spec.MatchConstraints, PeerGVR.Group, PeerGVR.Resource):
 		return contract.PeerAdmissionNoPeerRule
+	case !matchesWrites(p.Spec.MatchConstraints, "", "pods"):
+		return contract.PeerAdmissionNoPodRule
+	case !matchesWrites(p.Spec.MatchConstraints, PeerGVR.Group, "wirekubemeshes"):
+		return contract.PeerAdmissionNoMeshRule
 	case p.Status.TypeChecking != nil && len(p.Status.TypeChecking.ExpressionWarnings) > 0:
 		return contract.PeerAdmissionTypeWarnings
 	}
 	return contract.PeerAdmissionInForce
 }
 
-// matchesPeerWrites reports whether the policy's constraints match CREATE
-// and UPDATE of wirekube.io wirekubepeers (wildcards count) and exclude
-// neither. It does not judge the expressions: an operator's equivalent
-// policy is trusted to say what the shipped one says.
-func matchesPeerWrites(m *admissionv1.MatchResources) bool {
+// matchesWrites reports whether the policy's constraints match CREATE and
+// UPDATE (every patch type is an UPDATE, a server-side apply of a missing
+// object a CREATE) of every object of group/resource (wildcards count) and
+// exclude neither. It does not judge the expressions: an operator's
+// equivalent policy is trusted to say what the shipped one says.
+func matchesWrites(m *admissionv1.MatchResources, group, resource string) bool {
 	if m == nil {
 		return false
 	}
 	for _, op := range []admissionv1.OperationType{admissionv1.Create, admissionv1.Update} {
-		if !rulesMatch(m.ResourceRules, op) || rulesMatch(m.ExcludeResourceRules, op) {
+		if !rulesMatch(m.ResourceRules, group, resource, op) || rulesMatch(m.ExcludeResourceRules, group, resource, op) {
 			return false
 		}
 	}
 	return true
 }
 
-func rulesMatch(rules []admissionv1.NamedRuleWithOperations, op admissionv1.OperationType) bool {
+func rulesMatch(rules []admissionv1.NamedRuleWithOperations, group, resource string, op admissionv1.OperationType) bool {
 	for _, r := range rules {
 		if (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, "*")) &&
-			anyOf(r.APIGroups, PeerGVR.Group) && anyOf(r.Resources, PeerGVR.Resource) &&
+			anyOf(r.APIGroups, group) && anyOf(r.Resources, resource) &&
 			(slices.Contains(r.Operations, op) || slices.Contains(r.Operations, admissionv1.OperationAll)) {
 			return true
 		}

@@ -26,23 +26,28 @@ import (
 const testPolicyName = "peer-keys"
 
 // testPolicy is a policy in force: it matches CREATE and UPDATE of
-// wirekubepeers, fails closed and type-checked cleanly.
+// wirekubepeers (rule 0), pods (rule 1) and wirekubemeshes (rule 2), fails
+// closed and type-checked cleanly.
 func testPolicy(change func(*admissionv1.ValidatingAdmissionPolicy)) *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
 	p := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: testPolicyName},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete},
-					Rule: admissionv1.Rule{APIGroups: []string{"wirekube.io"}, APIVersions: []string{"*"},
-						Resources: []string{"wirekubepeers"}},
-				}}}}},
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
+				testRule("wirekube.io", "wirekubepeers", admissionv1.Create, admissionv1.Update, admissionv1.Delete),
+				testRule("", "pods", admissionv1.Create, admissionv1.Update),
+				testRule("wirekube.io", "wirekubemeshes", admissionv1.Create, admissionv1.Update),
+			}}},
 		Status: admissionv1.ValidatingAdmissionPolicyStatus{TypeChecking: &admissionv1.TypeChecking{}},
 	}
 	if change != nil {
 		change(p)
 	}
 	return p
+}
+
+func testRule(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops,
+		Rule: admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}}}}
 }
 
 func testBinding(change func(*admissionv1.ValidatingAdmissionPolicyBinding)) *admissionv1.ValidatingAdmissionPolicyBinding {
@@ -59,6 +64,14 @@ func TestJudgePeerAdmission(t *testing.T) {
 	ignore := admissionv1.Ignore
 	rules := func(f func(r *admissionv1.NamedRuleWithOperations)) func(*admissionv1.ValidatingAdmissionPolicy) {
 		return func(p *admissionv1.ValidatingAdmissionPolicy) { f(&p.Spec.MatchConstraints.ResourceRules[0]) }
+	}
+	rule := func(i int, f func(r *admissionv1.NamedRuleWithOperations)) func(*admissionv1.ValidatingAdmissionPolicy) {
+		return func(p *admissionv1.ValidatingAdmissionPolicy) { f(&p.Spec.MatchConstraints.ResourceRules[i]) }
+	}
+	only := func(n int) func(*admissionv1.ValidatingAdmissionPolicy) {
+		return func(p *admissionv1.ValidatingAdmissionPolicy) {
+			p.Spec.MatchConstraints.ResourceRules = p.Spec.MatchConstraints.ResourceRules[:n]
+		}
 	}
 	tests := []struct {
 		name string
@@ -92,6 +105,19 @@ func TestJudgePeerAdmission(t *testing.T) {
 			p.Spec.MatchConstraints.ExcludeResourceRules = p.Spec.MatchConstraints.ResourceRules
 		}), testBinding(nil), "no_peer_rule"},
 		{"no constraints", testPolicy(func(p *admissionv1.ValidatingAdmissionPolicy) { p.Spec.MatchConstraints = nil }), testBinding(nil), "no_peer_rule"},
+		{"peers only (the policy of the release before)", testPolicy(only(1)), testBinding(nil), "no_pod_rule"},
+		{"pod updates only", testPolicy(rule(1, func(r *admissionv1.NamedRuleWithOperations) {
+			r.Operations = []admissionv1.OperationType{admissionv1.Update}
+		})), testBinding(nil), "no_pod_rule"},
+		{"pods of another group", testPolicy(rule(1, func(r *admissionv1.NamedRuleWithOperations) { r.APIGroups = []string{"apps"} })), testBinding(nil), "no_pod_rule"},
+		{"only some Pods by name", testPolicy(rule(1, func(r *admissionv1.NamedRuleWithOperations) { r.ResourceNames = []string{"agent-a"} })), testBinding(nil), "no_pod_rule"},
+		{"no mesh rule", testPolicy(only(2)), testBinding(nil), "no_mesh_rule"},
+		{"mesh creates only", testPolicy(rule(2, func(r *admissionv1.NamedRuleWithOperations) {
+			r.Operations = []admissionv1.OperationType{admissionv1.Create}
+		})), testBinding(nil), "no_mesh_rule"},
+		{"meshes excluded", testPolicy(func(p *admissionv1.ValidatingAdmissionPolicy) {
+			p.Spec.MatchConstraints.ExcludeResourceRules = p.Spec.MatchConstraints.ResourceRules[2:]
+		}), testBinding(nil), "no_mesh_rule"},
 		{"type checking warns", testPolicy(func(p *admissionv1.ValidatingAdmissionPolicy) {
 			p.Status.TypeChecking.ExpressionWarnings = []admissionv1.ExpressionWarning{{FieldRef: "spec.validations[0].expression", Warning: "no such key"}}
 		}), testBinding(nil), "type_warnings"},

@@ -164,11 +164,23 @@ func (w *PeerAdmissionWatch) set(s contract.PeerAdmissionState) {
 		}
 		w.state.WithLabelValues(string(o)).Set(v)
 	}
-	level, msg := slog.LevelWarn, "WireKubePeer admission policy not in force: any agent may move any WireKubePeer key"
+	level, msg := slog.LevelWarn, "WireKubePeer admission policy not in force: "+notInForce(s)
 	if s == contract.PeerAdmissionInForce {
-		level, msg = slog.LevelInfo, "WireKubePeer admission policy in force: WireKubePeer keys are node-restricted"
+		level, msg = slog.LevelInfo, "WireKubePeer admission policy in force: WireKubePeer keys, agent Pods and "+
+			"the WireKubeMesh are node-restricted"
 	}
 	w.log.Log(context.Background(), level, msg, "state", string(s), "policy", w.policyName, "binding", w.bindingName)
+}
+
+// notInForce says what an agent may do in state s.
+func notInForce(s contract.PeerAdmissionState) string {
+	switch s {
+	case contract.PeerAdmissionNoPodRule:
+		return "any agent may rewrite any agent's Pod"
+	case contract.PeerAdmissionNoMeshRule:
+		return "any agent may rewrite the WireKubeMesh's relay settings"
+	}
+	return "any agent may move any WireKubePeer key, rewrite any agent's Pod and the WireKubeMesh's relay settings"
 }
 
 // readFailed logs a list/watch error once per distinct message: RBAC

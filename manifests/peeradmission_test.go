@@ -51,7 +51,38 @@ func checkPeerAdmission(t *testing.T, r *rendered, agents []string) {
 	if len(p.Spec.MatchConditions) == 1 {
 		mustf(t, p.Spec.MatchConditions[0].Expression == want, "match condition %q, want %q", p.Spec.MatchConditions[0].Expression, want)
 	}
-	mustf(t, len(p.Spec.Validations) == 4, "%d validations, want 4 (create, key, owners, delete)", len(p.Spec.Validations))
+	mustf(t, len(p.Spec.Validations) == 9, "%d validations, want 9 (peers: create, key, owners, delete; pods: own, fields; "+
+		"meshes: no create, kept fields, defaults)", len(p.Spec.Validations))
+	checkAgentWriteRules(t, p.Spec.MatchConstraints)
+}
+
+// checkAgentWriteRules: the policy matches, besides WireKubePeers, Pod and
+// WireKubeMesh creates and updates (a patch of any type is an UPDATE; a
+// server-side apply of a missing object a CREATE), each in a rule of its own
+// with every version and no resource names, and excludes nothing.
+func checkAgentWriteRules(t *testing.T, m *admissionv1.MatchResources) {
+	t.Helper()
+	if m == nil {
+		t.Fatal("policy without matchConstraints")
+	}
+	mustf(t, len(m.ExcludeResourceRules) == 0, "policy excludes %v", m.ExcludeResourceRules)
+	want := map[string][]admissionv1.OperationType{
+		"wirekube.io/wirekubepeers":  {admissionv1.Create, admissionv1.Update, admissionv1.Delete},
+		"/pods":                      {admissionv1.Create, admissionv1.Update},
+		"wirekube.io/wirekubemeshes": {admissionv1.Create, admissionv1.Update},
+	}
+	got := map[string][]admissionv1.OperationType{}
+	for _, r := range m.ResourceRules {
+		mustf(t, len(r.APIGroups) == 1 && len(r.Resources) == 1 && len(r.ResourceNames) == 0 &&
+			slices.Equal(r.APIVersions, []string{"*"}), "rule %+v: want one group, one resource, every version, no names", r)
+		if len(r.APIGroups) == 1 && len(r.Resources) == 1 {
+			got[r.APIGroups[0]+"/"+r.Resources[0]] = r.Operations
+		}
+	}
+	mustf(t, len(got) == len(want), "rules for %v, want %v", got, want)
+	for res, ops := range want {
+		mustf(t, slices.Equal(got[res], ops), "%s: operations %v, want %v", res, got[res], ops)
+	}
 }
 
 // TestChartPeerAdmission: rendered by default (an offline render knows only

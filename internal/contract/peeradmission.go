@@ -12,8 +12,8 @@ type PeerAdmissionState string
 const (
 	// PeerAdmissionInForce: the named policy and binding exist, the binding
 	// refers to the policy with the action Deny, the policy fails closed,
-	// matches WireKubePeer creates and updates, and type-checked without
-	// warnings.
+	// matches WireKubePeer, Pod and WireKubeMesh creates and updates, and
+	// type-checked without warnings.
 	PeerAdmissionInForce PeerAdmissionState = "in_force"
 	// PeerAdmissionUnknown: not read yet, or extauthz cannot read the
 	// objects (RBAC, an API server without the API); the log says why.
@@ -36,6 +36,14 @@ const (
 	// PeerAdmissionNoPeerRule: the policy does not match CREATE and UPDATE
 	// of wirekube.io wirekubepeers.
 	PeerAdmissionNoPeerRule PeerAdmissionState = "no_peer_rule"
+	// PeerAdmissionNoPodRule: the policy does not match CREATE and UPDATE
+	// of every Pod (a policy from before it restricted the agent's Pod
+	// patches: one node's agent may rewrite another's agent Pod).
+	PeerAdmissionNoPodRule PeerAdmissionState = "no_pod_rule"
+	// PeerAdmissionNoMeshRule: the policy does not match CREATE and UPDATE
+	// of wirekube.io wirekubemeshes (one node's agent may rewrite the
+	// mesh's relay settings).
+	PeerAdmissionNoMeshRule PeerAdmissionState = "no_mesh_rule"
 	// PeerAdmissionTypeWarnings: the API server's type checking of the
 	// policy reported warnings (status.typeChecking): an expression may
 	// fail at admission time.
@@ -45,7 +53,8 @@ const (
 // PeerAdmissionStates lists every state, in the order of the docs.
 var PeerAdmissionStates = []PeerAdmissionState{PeerAdmissionInForce, PeerAdmissionUnknown, PeerAdmissionNotWatched,
 	PeerAdmissionPolicyMissing, PeerAdmissionBindingMissing, PeerAdmissionBindingOtherPolicy, PeerAdmissionNotDeny,
-	PeerAdmissionFailOpen, PeerAdmissionNoPeerRule, PeerAdmissionTypeWarnings}
+	PeerAdmissionFailOpen, PeerAdmissionNoPeerRule, PeerAdmissionNoPodRule, PeerAdmissionNoMeshRule,
+	PeerAdmissionTypeWarnings}
 
 // Metric names of the state, exported by wirekube-extauthz.
 const (
