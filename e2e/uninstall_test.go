@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
 // uninstallNS is the release namespace of the uninstall scenario.
@@ -21,23 +24,24 @@ const uninstallNS = "wk-leaving"
 // testUninstall: the chart (with the admission policy, the Events Role in
 // default, the signing Secret, the NetworkPolicy and helm test's Pod) is
 // applied for real, with what the operator and extauthz add beside it (the
-// TLS Secret, Events about a WireKubePeer). Deleting what Helm records (the
-// non-hook objects: helm uninstall) removes the policy, the Role and the
-// signing Secret, and leaves exactly the test Pod, the TLS Secret and the
-// Events; the cleanup of docs/alongside-chart.md#uninstall removes those and
-// no Event of anyone else.
+// TLS Secret, Events about a WireKubePeer). The policy refuses an agent's
+// create of another node's WireKubePeer. Deleting what Helm records (the
+// non-hook objects: helm uninstall) removes the policy (the same create is
+// then admitted), the Role and the signing Secret, and leaves exactly the
+// test Pod, the TLS Secret and the Events; the cleanup of
+// docs/alongside-chart.md#uninstall removes those and no Event of anyone else.
 func (e *env) testUninstall(t *testing.T) {
 	ctx := context.Background()
 	fatalIf(t, e.cluster.EnsureNamespace(ctx, uninstallNS))
 	t.Cleanup(func() {
 		_ = e.cluster.Client.CoreV1().Namespaces().Delete(context.Background(), uninstallNS, metav1.DeleteOptions{})
 	})
-	_, err := e.cluster.CreateServiceAccount(ctx, uninstallNS, "wirekube-agent")
-	fatalIf(t, err)
+	e.grantAgentPeerRBAC(t)
+	m := e.admissionAgent(t, "leaving-m", true)
 	t.Cleanup(func() { e.restoreStackRBAC(t) })
 	objs := e.renderChart(t, uninstallNS, "--set", "identitySigning.sharedKey=true,networkPolicy.mode=enforce",
 		"--set", "networkPolicy.relayNamespace="+uninstallNS+",extauthz.peerNamespace="+uninstallNS,
-		"--set", "extauthz.agentServiceAccounts={"+uninstallNS+"/wirekube-agent}",
+		"--set", "extauthz.agentServiceAccounts={"+stack.Namespace+"/"+agentSA+"}",
 		"--set", "helmTest.peer=leaving-node,helmTest.publicKey=q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=")
 	wantKinds(t, objs, "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Role", "Secret", "Pod")
 	release, hooks := splitHooks(objs)
@@ -50,6 +54,7 @@ func (e *env) testUninstall(t *testing.T) {
 	fatalIf(t, e.cluster.Apply(ctx, release, false)) // helm install
 	fatalIf(t, e.cluster.Apply(ctx, hooks, false))   // helm test
 	left := e.addRuntimeObjects(t)
+	e.waitPolicyEnforced(t, m)
 
 	for _, o := range release { // helm uninstall
 		err := e.resource(t, o).Delete(ctx, o.GetName(), metav1.DeleteOptions{})
@@ -58,6 +63,7 @@ func (e *env) testUninstall(t *testing.T) {
 		}
 	}
 	e.wantGone(t, "after helm uninstall", release)
+	e.waitPolicyRemoved(t, m)
 	for _, o := range append(append([]*unstructured.Unstructured{}, hooks...), left...) {
 		if _, err := e.resource(t, o).Get(ctx, o.GetName(), metav1.GetOptions{}); err != nil {
 			t.Errorf("after helm uninstall: %s %s/%s: %v, want it left behind", o.GetKind(), o.GetNamespace(), o.GetName(), err)
@@ -100,7 +106,7 @@ func (e *env) addRuntimeObjects(t *testing.T) []*unstructured.Unstructured {
 
 // uninstallCleanup is the cleanup step of docs/alongside-chart.md#uninstall:
 //
-//	kubectl -n AGENT_NS delete pod wirekube-relay-gateway-test
+//	kubectl -n wirekube-system delete pod wirekube-relay-gateway-test
 //	kubectl -n default delete events --field-selector source=wirekube-extauthz
 //	kubectl -n NAMESPACE delete secret wirekube-relay-gateway-tls
 func (e *env) uninstallCleanup(t *testing.T) {
@@ -108,13 +114,26 @@ func (e *env) uninstallCleanup(t *testing.T) {
 	ctx := context.Background()
 	core := e.cluster.Client.CoreV1()
 	// No kubelet here finishes the Pod, so it is deleted without a grace period.
-	fatalIf(t, e.cluster.DeletePodNow(ctx, uninstallNS, "wirekube-relay-gateway-test"))
+	fatalIf(t, e.cluster.DeletePodNow(ctx, stack.Namespace, "wirekube-relay-gateway-test"))
 	evs, err := core.Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "source=wirekube-extauthz"})
 	fatalIf(t, err)
 	for _, ev := range evs.Items {
 		fatalIf(t, core.Events(metav1.NamespaceDefault).Delete(ctx, ev.Name, metav1.DeleteOptions{}))
 	}
 	fatalIf(t, core.Secrets(uninstallNS).Delete(ctx, "wirekube-relay-gateway-tls", metav1.DeleteOptions{}))
+}
+
+// waitPolicyRemoved waits until the API server admits again what the
+// policy refused (its admission plugin learns of the deletion from its own
+// informers): a dry-run create of another node's WireKubePeer.
+func (e *env) waitPolicyRemoved(t *testing.T, a *admissionClient) {
+	t.Helper()
+	err := stack.WaitFor(context.Background(), nil, 60*time.Second, func(ctx context.Context) error {
+		return a.createPeerOpts("leaving-probe", e.newKey(t).Base64(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	})
+	if err != nil {
+		t.Errorf("after helm uninstall: another node's WireKubePeer still refused: %v", err)
+	}
 }
 
 // wantKinds fails unless objs holds each kind.
