@@ -58,6 +58,7 @@ func TestE2E(t *testing.T) {
 	t.Run("forward_proxy", e.testForwardProxy)
 	t.Run("faults", e.testFaults)
 	t.Run("recovery", e.testRecovery)
+	t.Run("leaving", e.testLeaving) // rewrites the RBAC extauthz runs with, then restores it
 	t.Run("8_logs_contain_no_token", e.testLogs)
 	t.Logf("suite done in %s", time.Since(start).Round(time.Millisecond))
 }

@@ -80,6 +80,8 @@ var wireKubeContradictions = []struct {
 		"a node debugger Pod with the sysadmin profile is privileged, which Pod Security baseline refuses: use a debug container in the agent's Pod"},
 	{"kubectl rollback of a Helm release", regexp.MustCompile(`rollout undo`),
 		"the chart is a Helm release: roll back with helm rollback, which keeps Helm's record of the release true"},
+	{"wss agents leave a serving gateway", regexp.MustCompile(`(?i)move back (to tcp )?by themselves`),
+		"a managed agent on wss redials the same URL after 1 s (relay client reconnectLoop) and the 30 s refresh acts only while disconnected: while the gateway serves, agents move back to tcp only on restart (docs/alongside-chart.md#rollback)"},
 	{"CNI CIDR matching of nodes", regexp.MustCompile(`policy-cidr-match-mode`),
 		"no node CIDR rule is shipped any more: its CNI caveat has nothing to qualify"},
 }
