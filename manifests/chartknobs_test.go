@@ -2,10 +2,13 @@ package manifests
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/wirekube/relay-ws/internal/test/render"
 )
 
 // TestChartServiceAndMonitorKnobs: the Service options an operator sets for
@@ -63,4 +66,19 @@ func TestChartServiceAndMonitorKnobs(t *testing.T) {
 	ru := d.Spec.Strategy.RollingUpdate
 	mustf(t, d.Spec.Strategy.Type == "RollingUpdate" && ru != nil && ru.MaxSurge.IntValue() == 2 && ru.MaxUnavailable.IntValue() == 1,
 		"strategy %+v, want maxSurge 2, maxUnavailable 1", d.Spec.Strategy)
+}
+
+// TestChartPeerAdmissionStage: peerAdmission.validationActions reaches the
+// binding, Deny by default and [Warn, Audit] for a trial stage, and the
+// schema refuses an action Kubernetes does not have.
+func TestChartPeerAdmissionStage(t *testing.T) {
+	actions := func(r *rendered) []any {
+		v, _, _ := unstructured.NestedSlice(r.one(t, "ValidatingAdmissionPolicyBinding", "wirekube-relay-gateway-peer-keys").Object, "spec", "validationActions")
+		return v
+	}
+	mustf(t, slices.Equal(actions(renderChart(t)), []any{"Deny"}), "default actions %v, want [Deny]", actions(renderChart(t)))
+	trial := actions(renderChart(t, "--set", "peerAdmission.validationActions={Warn,Audit}"))
+	mustf(t, slices.Equal(trial, []any{"Warn", "Audit"}), "trial actions %v, want [Warn Audit]", trial)
+	_, err := render.HelmTemplate(t.Context(), chartDir, namespace, "--set", "peerAdmission.validationActions={Log}")
+	mustf(t, err != nil && strings.Contains(err.Error(), "validationActions"), "an unknown action: %v", err)
 }
