@@ -98,6 +98,8 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
 	PeerAdmissionOptions
+	// MeshWatchOptions: the WireKubeMesh watch (meshwatch_options.go).
+	MeshWatchOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
 }
@@ -134,6 +136,7 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		MeshWatchOptions:     DefaultMeshWatchOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -166,6 +169,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.VerifyOptions.AddFlags(fs)
 	o.RevocationOptions.AddFlags(fs)
 	o.PeerAdmissionOptions.AddFlags(fs)
+	o.MeshWatchOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
 }
 
@@ -232,7 +236,7 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.MeshWatchOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}
