@@ -41,6 +41,7 @@ func TestE2E(t *testing.T) {
 	}
 	t.Run("peer_events", e.testPeerEvents)
 	t.Run("peer_admission", e.testPeerAdmission)
+	t.Run("mesh_watch", e.testMeshWatch)
 	t.Run("key_moved", e.testKeyMoved)
 	t.Run("stranger_events", e.testStrangerEvents)
 	t.Run("ws_clients", e.testWSClients)
