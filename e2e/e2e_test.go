@@ -43,6 +43,7 @@ func TestE2E(t *testing.T) {
 	t.Run("peer_admission", e.testPeerAdmission)
 	t.Run("agent_pod_admission", e.testAgentPodAdmission)
 	t.Run("agent_mesh_admission", e.testAgentMeshAdmission)
+	t.Run("mesh_watch", e.testMeshWatch)
 	t.Run("key_moved", e.testKeyMoved)
 	t.Run("key_gap", e.testKeyGap)
 	t.Run("stranger_events", e.testStrangerEvents)

@@ -48,6 +48,8 @@ type Config struct {
 	revocation RevocationOptions
 	// The admission policy reported on (admissionoptions.go).
 	peerAdmission peerAdmissionConfig
+	// The WireKubeMesh watch (meshwatch_options.go).
+	meshWatch meshWatchConfig
 	// The identity header signature (signing.go).
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
@@ -93,6 +95,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
 		peerAdmission:    o.PeerAdmissionOptions.complete(),
+		meshWatch:        o.MeshWatchOptions.complete(),
 		signing:          o.SigningOptions,
 		failureLimit:     o.FailureLimitOptions,
 	}

@@ -105,7 +105,7 @@ func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Reg
 		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "peer_events_total",
-			Help: "Kubernetes Events on WireKubePeers by lane (revocation|refusal) and result " +
+			Help: "Kubernetes Events on WireKubePeers and WireKubeMeshes by lane (revocation|refusal|mesh) and result " +
 				"(created|updated|rate_limited|dropped|share_full|failed).",
 		}, []string{"lane", "result"}),
 	}

@@ -115,6 +115,12 @@ func (e *PeerEvents) record(l *eventLane, peer string, r contract.Reason, typ, m
 			return
 		}
 	}
+	e.enqueue(l, ref, string(r), typ, msg)
+}
+
+// enqueue queues an Event about ref on lane l (dropped and counted when
+// the lane's queue is full).
+func (e *PeerEvents) enqueue(l *eventLane, ref corev1.ObjectReference, reason, typ, msg string) {
 	now := metav1.NewTime(e.clock.Now())
 	ev := &corev1.Event{
 		// The lane and its sequence number in the name: Events about one
@@ -122,7 +128,7 @@ func (e *PeerEvents) record(l *eventLane, peer string, r contract.Reason, typ, m
 		// reasons, each with its own budget) must not collide.
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%s.%x.%x", ref.Name, l.name, now.UnixNano(), l.seq.Add(1)),
 			Namespace: eventsNamespace},
-		InvolvedObject: ref, Reason: string(r), Message: msg, Type: typ,
+		InvolvedObject: ref, Reason: reason, Message: msg, Type: typ,
 		FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: e.source,
 		ReportingController: e.source.Component, ReportingInstance: e.source.Host,
 	}

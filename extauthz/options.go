@@ -110,6 +110,8 @@ type Options struct {
 	PeerAdmissionOptions
 	// FailureLimitOptions: failed checks per client address (failurelimit.go).
 	FailureLimitOptions
+	// MeshWatchOptions: the WireKubeMesh watch (meshwatch_options.go).
+	MeshWatchOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
 }
@@ -148,6 +150,7 @@ func DefaultOptions() Options {
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
 		FailureLimitOptions:  DefaultFailureLimitOptions(),
+		MeshWatchOptions:     DefaultMeshWatchOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -181,6 +184,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.VerifyOptions.AddFlags(fs)
 	o.RevocationOptions.AddFlags(fs)
 	o.PeerAdmissionOptions.AddFlags(fs)
+	o.MeshWatchOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
 	o.FailureLimitOptions.AddFlags(fs)
 }
@@ -251,7 +255,7 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate(), o.MeshWatchOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

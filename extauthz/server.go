@@ -52,12 +52,16 @@ type Clients struct {
 	// Admission reads the WireKubePeer admission policy and its binding
 	// (kubernetes.Interface.AdmissionregistrationV1()); nil: not watched.
 	Admission AdmissionClient
+	// Meshes lists and watches WireKubeMeshes for --mesh-watch
+	// (dynamic.Interface.Resource(MeshGVR)); nil: not watched.
+	Meshes dynamic.ResourceInterface
 }
 
 // NewClients derives the narrow Clients from a clientset and a dynamic
 // client.
 func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
-	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR), Events: kube.CoreV1()}
+	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR), Events: kube.CoreV1(),
+		Meshes: dyn.Resource(MeshGVR)}
 	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
 		c.Keys = RESTFetch(rc)
 	}
@@ -68,6 +72,7 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
 		c.Peers = peersNoWatchList{c.Peers}
+		c.Meshes = peersNoWatchList{c.Meshes}
 	}
 	return c
 }
@@ -88,6 +93,10 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		return err
 	}
 	admission, err := NewPeerAdmissionWatch(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
+	if err != nil {
+		return err
+	}
+	meshes, err := meshWatch(cfg, c, events, reg, log)
 	if err != nil {
 		return err
 	}
@@ -131,6 +140,9 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	g.Go(func() error { return authz.RunKeys(gctx) })
 	g.Go(func() error { return authz.RunReviewAfter(gctx) })
 	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
+	if meshes != nil {
+		g.Go(func() error { meshes.Run(gctx); return nil }) // reports only, as above
+	}
 	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
 	if events != nil {
 		g.Go(func() error { events.Run(gctx); return nil })

@@ -78,7 +78,7 @@ func TestRun(t *testing.T) {
 		return true, &authnv1.TokenReview{Status: podBound()}, nil
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{PeerGVR: "WireKubePeerList"}, peerObject("node-a", peerKeyB64))
+		map[schema.GroupVersionResource]string{PeerGVR: "WireKubePeerList", MeshGVR: "WireKubeMeshList"}, peerObject("node-a", peerKeyB64))
 	var logBuf testutil.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -55,6 +55,7 @@ var chartValueSets = map[string][]string{
 	"large":               {"--set", "bridge.maxSessions=40000,envoy.resources.limits.memory=1Gi,bridge.resources.limits.memory=768Mi,extauthz.resources.limits.memory=640Mi,replicas=3"},
 	"revocation-off":      {"--set", "bridge.revocationAddr="},
 	"peer-events-off":     {"--set", "extauthz.peerEvents=false"},
+	"mesh-watch-off":      {"--set", "extauthz.meshWatch=false"},
 	"admission-never":     {"--set", "peerAdmission.install=never"},
 	"pod-options":         podOptionValues,
 	"ingress-nginx":       {"--set", "publicHost=relay.corp.internal,front=none,ingress.enabled=true,ingress.controller=ingress-nginx," + signingSecretSet},

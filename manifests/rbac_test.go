@@ -169,6 +169,11 @@ func checkRBAC(t *testing.T, r *rendered, d *appsv1.Deployment) {
 	if nodesUsed(t) {
 		wantCluster = append(wantCluster, grant{"", "nodes", "get,list,watch"})
 	}
+	// Where the WireKubeMesh sends the agents (--mesh-watch, read only),
+	// and nothing on the meshes with the watch off.
+	if meshWatchOn(d) {
+		wantCluster = append(wantCluster, grant{"wirekube.io", "wirekubemeshes", "get,list,watch"})
+	}
 	// Per namespace. Events about cluster-scoped objects (WireKubePeers)
 	// are accepted by kube-apiserver only in namespace default: the one
 	// grant outside the gateway's namespace, and only to write Events.
@@ -270,6 +275,11 @@ func checkBindings(t *testing.T, r *rendered, sa string) {
 // default true).
 func peerEventsOn(d *appsv1.Deployment) bool {
 	v, set := flagValue(container(d, "extauthz").Args, "peer-events")
+	return !set || v == "true"
+}
+
+func meshWatchOn(d *appsv1.Deployment) bool {
+	v, set := flagValue(container(d, "extauthz").Args, "mesh-watch")
 	return !set || v == "true"
 }
 

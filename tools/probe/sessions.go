@@ -53,7 +53,7 @@ func (o *SessionsOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Namespace, "n", "", "shorthand for --namespace")
 	fs.StringVar(&o.Selector, "selector", DefaultGatewaySelector, "label selector of the gateway Pods")
 	fs.StringVar(&o.Port, "port", DefaultBridgePort, "the bridge's --metrics-listen port in the Pod: a container port name or a number")
-	fs.StringVar(&o.AuthzPort, "authz-port", DefaultAuthzPort, "extauthz's --metrics-listen port in the Pod (name or number), read for the WireKubePeer admission policy state; empty: not read")
+	fs.StringVar(&o.AuthzPort, "authz-port", DefaultAuthzPort, "extauthz's --metrics-listen port in the Pod (name or number), read for the WireKubePeer admission policy state and the WireKubeMesh relay targets; empty: not read")
 	fs.StringVar(&o.Peer, "peer", "", "list only this WireKubePeer's sessions")
 	fs.BoolVar(&o.EveryPeer, "every-peer", false, "also list the agents' WireKubePeers (label "+agentPeerLabel+") and exit 11 while one holds no live session")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "limit for the whole gathering")
@@ -186,6 +186,10 @@ type PodSessions struct {
 	// PeerAdmission is the Pod's extauthz view of the WireKubePeer
 	// admission policy (contract.PeerAdmissionStates); empty: not read.
 	PeerAdmission contract.PeerAdmissionState `json:"peerAdmission,omitempty"`
+	// MeshRelay is the Pod's extauthz count of WireKubeMeshes per relay
+	// target (contract.MeshRelayTargets, docs/extauthz.md#mesh-watch);
+	// nil: not read.
+	MeshRelay *MeshRelayView `json:"meshRelay,omitempty"`
 }
 
 func (r *SessionsReport) failedPods() int {
@@ -222,6 +226,9 @@ func (r *SessionsReport) WriteText(w io.Writer) error {
 		listed++
 	}
 	if err := r.writeAdmission(w); err != nil {
+		return err
+	}
+	if err := r.writeMeshRelay(w); err != nil {
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "%d sessions on %d of %d gateway Pods (namespace %s, selector %s)\n",

@@ -28,25 +28,24 @@ const DefaultAuthzPort = "authz-metrics"
 // KiB in practice).
 const maxMetricsBytes = 4 << 20
 
-// podAdmission reads pod's extauthz state; "" when it cannot be read (no
-// such port, the proxy refused, no such metric): the listing goes on.
-func (g *SessionsGatherer) podAdmission(ctx context.Context, pod *corev1.Pod) contract.PeerAdmissionState {
+// podMetrics reads pod's extauthz /metrics; nil when it cannot be read
+// (no such port, the proxy refused): the listing goes on.
+func (g *SessionsGatherer) podMetrics(ctx context.Context, pod *corev1.Pod) []byte {
 	port, ok := containerPort(pod, g.AuthzPort)
 	if !ok || g.AuthzPort == "" {
-		return ""
+		return nil
 	}
 	rc, err := g.Proxy.Get().Namespace(g.Namespace).Resource("pods").Name(pod.Name + ":" + port).
 		SubResource("proxy").Suffix("metrics").Stream(ctx)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer rc.Close()
 	body, err := io.ReadAll(io.LimitReader(rc, maxMetricsBytes))
 	if err != nil {
-		return ""
+		return nil
 	}
-	s, _ := admissionState(body)
-	return s
+	return body
 }
 
 // admissionState finds the state whose

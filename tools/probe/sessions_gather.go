@@ -77,7 +77,9 @@ func (g *SessionsGatherer) Gather(ctx context.Context) (*SessionsReport, error) 
 			return nil, err
 		}
 		if ps.Error == "" {
-			ps.PeerAdmission = g.podAdmission(ctx, &pods.Items[i])
+			metrics := g.podMetrics(ctx, &pods.Items[i])
+			ps.PeerAdmission, _ = admissionState(metrics)
+			ps.MeshRelay = meshRelayTargets(metrics)
 		}
 		rep.Sessions += len(ps.Sessions)
 		rep.Pods = append(rep.Pods, ps)

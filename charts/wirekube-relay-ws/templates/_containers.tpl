@@ -69,6 +69,17 @@ imagePullPolicy: {{ . }}
   {{- include "gw.extraEnv" .Values.envoy | nindent 2 }}
 {{- end -}}
 
+{{- /* --expected-relay-url: extauthz.expectedRelayURL, else wss://publicHost/relay unless publicHost is the
+       example.com placeholder (RFC 2606: no agent is ever legitimately sent there), else none. */}}
+{{- define "gw.expectedRelayURL" -}}
+{{- $h := .Values.publicHost | default "" -}}
+{{- if .Values.extauthz.expectedRelayURL -}}
+{{ .Values.extauthz.expectedRelayURL }}
+{{- else if and $h (ne $h "example.com") (not (hasSuffix ".example.com" $h)) -}}
+wss://{{ $h }}/relay
+{{- end -}}
+{{- end -}}
+
 {{- define "gw.extauthzContainer" -}}
 {{- $envoy := eq .Values.front "envoy" -}}
 {{- $p := include "gw.ports" . | fromJson -}}
@@ -109,6 +120,11 @@ imagePullPolicy: {{ . }}
   {{- if not $x.peerEvents }}
   - --peer-events=false
   {{- end }}
+  {{- if not $x.meshWatch }}
+  - --mesh-watch=false
+  {{- else }}{{ with include "gw.expectedRelayURL" . }}
+  - --expected-relay-url={{ . }}
+  {{- end }}{{ end }}
   {{- include "gw.revocationListenArgs" . | nindent 2 }}
   {{- include "gw.signingExtauthzArgs" . | nindent 2 }}
   {{- range $x.extraArgs }}
