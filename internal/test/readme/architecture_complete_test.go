@@ -2,7 +2,6 @@ package readme
 
 import (
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -74,14 +73,13 @@ func isFlagChar(c byte) bool {
 // docs/testing.md maps), from git's index.
 func topPackages(t *testing.T, root string) []string {
 	t.Helper()
-	cmd := exec.Command("git", "ls-files", "*.go")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
 	var dirs []string
-	for _, f := range strings.Fields(string(out)) {
+	for _, abs := range goFiles(t, root) {
+		f, err := filepath.Rel(root, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f = filepath.ToSlash(f)
 		dir := path.Dir(f)
 		if strings.HasSuffix(f, "_test.go") || dir == "." {
 			continue
