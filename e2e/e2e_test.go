@@ -53,8 +53,8 @@ func TestE2E(t *testing.T) {
 	t.Run("one_address_flood", e.testOneAddressFlood)
 	t.Run("forged_headers_straight_to_bridge", e.testForgedToBridge)
 	t.Run("replay_cache_one_peer_flooding", e.testReplayFlood)
-	t.Run("dropped_signing_key_refused", e.testDroppedSigningKey)
 	t.Run("operator_signals_metrics_exist", e.testOperatorSignals)
+	t.Run("dropped_signing_key_refused", e.testDroppedSigningKey) // restarts extauthz: after the scenario reading its counters
 	t.Run("revocation_scale", e.testRevocationScale)
 	t.Run("binding_across_replicas", e.testBindingAcrossReplicas)
 	t.Run("forward_proxy", e.testForwardProxy)

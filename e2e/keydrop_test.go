@@ -42,8 +42,6 @@ func (e *env) testDroppedSigningKey(t *testing.T) {
 	writePEM(t, acceptedFile, "PUBLIC KEY", dropped.Public())
 	fatalIf(t, e.stack.RestartExtauthz(ctx, []string{"--identity-signing-key-file=" + signingFile,
 		"--identity-accepted-keys-file=" + acceptedFile}))
-	defer func() { fatalIf(t, e.stack.RestartExtauthz(ctx, nil)) }()
-
 	id := e.podAgent(t, "s14-keydrop")
 	bridge := testagent.Options{URL: "ws://" + e.stack.BridgeAddr + contract.DefaultRelayPath}
 	signedWith := func(k ed25519.PrivateKey) testagent.Options {
@@ -57,9 +55,15 @@ func (e *env) testDroppedSigningKey(t *testing.T) {
 		o.Header = h
 		return o
 	}
-	c, err := testagent.Dial(ctx, signedWith(dropped), id.key)
-	fatalIf(t, err) // published as accepted: admitted
-	c.Close()
+	defer func() { // back to the per-start key, trusted by the bridge before the next scenario
+		fatalIf(t, e.stack.RestartExtauthz(ctx, nil))
+		admittedWithin(t, "extauthz's per-start key", func() error { return e.dialKeyDrop(ctx, signedWith(nil), id) })
+	}()
+
+	// Published as accepted: admitted once the bridge has re-read the keys
+	// file (at the first unknown key id, at most once a second, or at its
+	// periodic re-read).
+	admittedWithin(t, "the accepted key", func() error { return e.dialKeyDrop(ctx, signedWith(dropped), id) })
 
 	writePEM(t, acceptedFile, "PUBLIC KEY", signing.Public()) // the rotation's last step
 	start := time.Now()
@@ -78,9 +82,33 @@ func (e *env) testDroppedSigningKey(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	c, err = testagent.Dial(ctx, signedWith(nil), id.key)
-	fatalIf(t, err) // extauthz's own signature still verifies
-	c.Close()
+	fatalIf(t, e.dialKeyDrop(ctx, signedWith(nil), id)) // extauthz's own signature still verifies
+}
+
+// dialKeyDrop registers id's key through o and closes the session.
+func (e *env) dialKeyDrop(ctx context.Context, o testagent.Options, id identity) error {
+	c, err := testagent.Dial(ctx, o, id.key)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// admittedWithin retries dial until it succeeds, failing t after
+// keyDropWithin with the last refusal.
+func admittedWithin(t *testing.T, what string, dial func() error) {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := dial()
+		if err == nil {
+			return
+		}
+		if time.Since(start) > keyDropWithin {
+			t.Fatalf("%s not admitted %s after it was published (last: %v)", what, keyDropWithin, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func newEd25519(t *testing.T) ed25519.PrivateKey {
