@@ -156,7 +156,7 @@ func (e *env) frontStarts(ctx context.Context, t *testing.T, m *frontMatrix) []f
 				return e.startMatrixStandin(m, o, o.ExtauthzHTTP)
 			}},
 		{&frontRow{front: front{name: "envoy-standin-http"}, short: "mh", upgradeAtAuth: true, stripsFamily: true, rejectsUnderscores: true, ownLogs: true,
-			runs: "in-process Envoy stand-in, http_service as docs/extauthz.md"},
+			runs: "in-process Envoy stand-in, http_service as docs/proxy-snippets.md"},
 			func(o stack.FrontOptions, dir string) (string, []string, error) {
 				return e.startMatrixStandin(m, o, "")
 			}},

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/test/stack"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
@@ -37,7 +36,7 @@ func (e *env) testMeshWatch(t *testing.T) {
 		"external": map[string]any{"transport": "ws", "controlEndpoint": "ws://198.51.100.9:8080/relay"}}), metav1.CreateOptions{})
 	fatalIf(t, err)
 	t.Cleanup(func() { _ = meshes.Delete(context.Background(), meshWatchMesh, metav1.DeleteOptions{}) })
-	e.waitMeshLines(t, targetLine(contract.MeshRelayWSCleartext, 1), contract.MetricMeshRelayWatchSynced+" 1")
+	e.waitExtauthzMetricLines(t, targetLine(contract.MeshRelayWSCleartext, 1), contract.MetricMeshRelayWatchSynced+" 1")
 	ev := e.waitMeshEvent(t, "ws_cleartext")
 	if ev.Type != corev1.EventTypeWarning || ev.Source.Component != "wirekube-extauthz" || strings.Contains(ev.Message, "198.51.100.9") {
 		t.Fatalf("Event %+v: want a Warning from wirekube-extauthz without the URL", ev)
@@ -46,9 +45,9 @@ func (e *env) testMeshWatch(t *testing.T) {
 	fatalIf(t, e.stack.RestartExtauthz(ctx, []string{"--expected-relay-url=" + meshWatchURL}))
 	defer func() { fatalIf(t, e.stack.RestartExtauthz(ctx, nil)) }()
 	e.setMeshControlEndpoint(t, meshWatchURL)
-	e.waitMeshLines(t, targetLine(contract.MeshRelayThisGateway, 1), targetLine(contract.MeshRelayWSCleartext, 0))
+	e.waitExtauthzMetricLines(t, targetLine(contract.MeshRelayThisGateway, 1), targetLine(contract.MeshRelayWSCleartext, 0))
 	e.setMeshControlEndpoint(t, meshWatchForeign)
-	e.waitMeshLines(t, targetLine(contract.MeshRelayOtherWSS, 1), targetLine(contract.MeshRelayThisGateway, 0))
+	e.waitExtauthzMetricLines(t, targetLine(contract.MeshRelayOtherWSS, 1), targetLine(contract.MeshRelayThisGateway, 0))
 	ev = e.waitMeshEvent(t, "other_wss")
 	if ev.Type != corev1.EventTypeWarning || strings.Contains(ev.Message, "collector") {
 		t.Fatalf("Event %+v: want a Warning without the URL", ev)
@@ -78,24 +77,6 @@ func (e *env) setMeshControlEndpoint(t *testing.T, url string) {
 
 func targetLine(target contract.MeshRelayTarget, n int) string {
 	return fmt.Sprintf("%s{target=%q} %d", contract.MetricMeshRelayTargets, target, n)
-}
-
-// waitMeshLines waits until extauthz's /metrics has every line.
-func (e *env) waitMeshLines(t *testing.T, lines ...string) {
-	t.Helper()
-	err := stack.WaitFor(context.Background(), nil, 60*time.Second, func(ctx context.Context) error {
-		body, err := scrape("http://" + e.stack.ExtauthzMetrics + "/metrics")
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			if !strings.Contains(body, "\n"+l+"\n") {
-				return fmt.Errorf("extauthz /metrics has no line %q", l)
-			}
-		}
-		return nil
-	})
-	fatalIf(t, err)
 }
 
 // waitMeshEvent waits for an Event of reason on the mesh (found by the

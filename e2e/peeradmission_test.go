@@ -112,6 +112,13 @@ func (e *env) waitAdmissionState(t *testing.T, want contract.PeerAdmissionState)
 	}
 	lines := []string{contract.MetricPeerAdmissionState + `{state="` + string(want) + `"} 1`,
 		contract.MetricPeerAdmissionInForce + " " + inForce}
+	e.waitExtauthzMetricLines(t, lines...)
+}
+
+// waitExtauthzMetricLines waits (up to a minute) until extauthz's /metrics
+// has every one of lines as a whole line.
+func (e *env) waitExtauthzMetricLines(t *testing.T, lines ...string) {
+	t.Helper()
 	err := stack.WaitFor(context.Background(), nil, 60*time.Second, func(ctx context.Context) error {
 		body, err := scrape("http://" + e.stack.ExtauthzMetrics + "/metrics")
 		if err != nil {

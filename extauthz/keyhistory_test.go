@@ -71,6 +71,23 @@ func (s *historySim) del(peer string) {
 func (s *historySim) node(name string)    { s.h.observeNode(name, types.UID("uid-node-"+name)) }
 func (s *historySim) delNode(name string) { s.h.forgetNode(name, types.UID("uid-node-"+name)) }
 
+// agentsOnNodes lists Nodes V and M at start, each with its agent peer
+// holding key 1 (V) and 2 (M).
+func (s *historySim) agentsOnNodes() {
+	s.node("V")
+	s.node("M")
+	s.agent("V", 1, true)
+	s.agent("M", 2, true)
+}
+
+// takeKeyInGap: after agentsOnNodes, V's peer is deleted (Node V stays)
+// and M writes V's key 1 into its own peer in that gap.
+func (s *historySim) takeKeyInGap() {
+	s.agentsOnNodes()
+	s.del("V")
+	s.agent("M", 1, false)
+}
+
 // refused is the owner peer's key is refused for ("" admitted).
 func (s *historySim) refused(peer string) string {
 	o, ok := s.h.refusal(s.owners[peer], s.keys[peer])
@@ -140,38 +157,20 @@ func TestKeyHistory(t *testing.T) {
 			s.set("M", 1, false)
 		}, map[string]string{"M": "", "V": ""}, 2},
 		{"agent V's peer deleted, Node V stays: M taking its key in the gap refused", func(s *historySim) {
-			s.node("V")
-			s.node("M")
-			s.agent("V", 1, true)
-			s.agent("M", 2, true)
-			s.del("V")
-			s.agent("M", 1, false)
+			s.takeKeyInGap()
 		}, map[string]string{"M": "Node V"}, 2},
 		{"the gap, M gives the key back, V re-created with it: V admitted, M again refused", func(s *historySim) {
-			s.node("V")
-			s.node("M")
-			s.agent("V", 1, true)
-			s.agent("M", 2, true)
-			s.del("V")
-			s.agent("M", 1, false)
+			s.takeKeyInGap()
 			s.agent("M", 3, false)
 			s.agent("V", 1, false)
 			s.agent("M", 1, false)
 		}, map[string]string{"V": "", "M": "Node V"}, 3},
 		{"V re-created while M still holds its key: V its owner, M refused", func(s *historySim) {
-			s.node("V")
-			s.node("M")
-			s.agent("V", 1, true)
-			s.agent("M", 2, true)
-			s.del("V")
-			s.agent("M", 1, false)
+			s.takeKeyInGap()
 			s.agent("V", 1, false)
 		}, map[string]string{"V": "", "M": "Node V"}, 2},
 		{"Node V re-registered in the gap (deleted, created again): its key still its own", func(s *historySim) {
-			s.node("V")
-			s.node("M")
-			s.agent("V", 1, true)
-			s.agent("M", 2, true)
+			s.agentsOnNodes()
 			s.delNode("V")
 			s.del("V")
 			s.agent("M", 1, false)

@@ -10,7 +10,7 @@ import (
 )
 
 // The http_service variant: what Envoy's ext_authz filter does with the
-// `http_service` configuration of docs/extauthz.md ("Envoy http_service"),
+// `http_service` configuration of docs/proxy-snippets.md ("Envoy http_service"),
 // with the same route rules as the gRPC variant (identity headers stripped
 // before the check, Authorization removed after it):
 //

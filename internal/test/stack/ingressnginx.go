@@ -26,7 +26,7 @@ var ingressNginxTemplate string
 
 var ingressNginxTmpl = template.Must(template.New("ingress-nginx").Option("missingkey=error").Parse(ingressNginxTemplate))
 
-// IngressNginxLogFormat is the log-format-upstream docs/extauthz.md gives for
+// IngressNginxLogFormat is the log-format-upstream docs/proxy-snippets.md gives for
 // the controller ConfigMap: the controller's default with "$request" (the
 // request line, query string included) replaced by the method and the
 // Ingress path ($location_path, empty outside a rule), so a token a client put
