@@ -177,6 +177,7 @@ wss://{{ $h }}/relay
   {{- if $b.debugSessions }}
   - --debug-sessions
   {{- end }}
+  {{- include "gw.reexportArgs" . | indent 2 }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}
