@@ -95,6 +95,8 @@ type Options struct {
 	// KeysReloadOptions: the periodic re-read of the keys file the
 	// signature check trusts (keyreload.go).
 	KeysReloadOptions
+	// ReexportOptions: other containers' metrics on /metrics (metricsreexport.go).
+	ReexportOptions
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -165,6 +167,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.RecoveryOptions.AddFlags(fs)
 	o.SignatureOptions.AddFlags(fs)
 	o.KeysReloadOptions.AddFlags(fs)
+	o.ReexportOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -220,7 +223,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate(),
-		o.KeysReloadOptions.Validate())
+		o.KeysReloadOptions.Validate(), o.ReexportOptions.Validate())
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}

@@ -22,6 +22,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"key-mismatch-backoff-max": "1m0s", "debug-sessions": "false",
 		"identity-keys-file": "/run/wirekube-revocation/identity-keys", "identity-signature-max-age": "30s",
 		"identity-replay-cache-size": "65536", "identity-keys-reload-interval": "10s", "identity-replay-peer-share": "64",
+		"reexport-metrics": "",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {

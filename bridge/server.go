@@ -27,6 +27,7 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *metrics
 	gatherer   prometheus.Gatherer
+	reexport   prometheus.Gatherer // ReexportPath's; nil without --reexport-metrics
 	upgrader   websocket.Upgrader
 	bufs       *bufPool
 	ready      *readiness
@@ -89,8 +90,12 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
+	reexport, err := newReexportGatherer(reg, cfg.ReexportMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: metrics: %w", err)
+	}
 	s := &Server{
-		cfg: cfg, log: logger, metrics: m, gatherer: reg, bufs: newBufPool(), relay: relay,
+		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: reexport, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: newRevoker(cfg, logger, rm),
@@ -151,6 +156,9 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("/healthz", s.handleHealthz)
 	mux.HandleFunc("/readyz", s.handleReadyz)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	if s.reexport != nil {
+		mux.Handle(ReexportPath, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
+	}
 	if s.cfg.DebugSessions {
 		mux.HandleFunc(contract.SessionsPath, s.handleSessions)
 	}

@@ -170,9 +170,12 @@ func (e *env) testOperatorSignals(t *testing.T) {
 	// The session's end is counted once the bridge sees the close: poll.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		// up is Prometheus's own; the Envoy name is Envoy's (no Envoy runs
-		// here), spelled from its source (docs/monitoring.md).
-		exported := map[string]bool{"up": true, "envoy_http_local_rate_limit_rate_limited": true}
+		// up is Prometheus's own; the Envoy names are Envoy's (no Envoy runs
+		// here), spelled from its docs and source (docs/monitoring.md).
+		exported := map[string]bool{"up": true}
+		for _, name := range promql.EnvoyNames {
+			exported[name] = true
+		}
 		for _, addr := range []string{e.stack.BridgeMetrics, e.stack.ExtauthzMetrics} {
 			for name := range scrapeNames(t, addr) {
 				exported[name] = true

@@ -433,42 +433,6 @@ func TestChartDebugSessions(t *testing.T) {
 	mustf(t, !strings.Contains(renderNotes(t), "SESSION LISTING ON"), "NOTES warn of a listing that is off")
 }
 
-// TestChartNotesNameAlertsBlindToAnnotations: scraping by annotation reaches
-// the bridge's port only, so NOTES name every alert whose expression reads
-// a wirekube_extauthz_* metric (from the rule file, here parsed on its own)
-// in that mode, and none once a monitor scrapes extauthz.
-func TestChartNotesNameAlertsBlindToAnnotations(t *testing.T) {
-	var spec struct {
-		Groups []struct {
-			Rules []struct{ Alert, Expr string }
-		}
-	}
-	data, err := os.ReadFile(filepath.Join(chartDir, "files", "prometheusrule-spec.yaml"))
-	if err == nil {
-		err = yaml.Unmarshal(data, &spec)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var blind []string
-	for _, g := range spec.Groups {
-		for _, r := range g.Rules {
-			if r.Alert != "" && strings.Contains(r.Expr, "wirekube_extauthz_") {
-				blind = append(blind, r.Alert)
-			}
-		}
-	}
-	mustf(t, len(blind) >= 6, "only %d alerts read extauthz metrics: %v", len(blind), blind)
-	notes := renderNotes(t)
-	for _, a := range blind {
-		mustf(t, strings.Contains(notes, a), "NOTES (annotation scraping) do not name %s, which cannot fire then", a)
-	}
-	for _, monitor := range []string{"podMonitor", "serviceMonitor"} {
-		notes := renderNotes(t, "--set", "monitoring."+monitor+".enabled=true")
-		mustf(t, !strings.Contains(notes, "SCRAPING BY ANNOTATION"), "%s scrapes extauthz, NOTES still warn", monitor)
-	}
-}
-
 // TestChartMovedAgentValues: extauthz.onReviewThrottled, bridge.drainRate
 // and bridge.unreadyAt reach the flags (parsed by the binaries' own flag
 // sets); the first two default to the binaries' defaults, unreadyAt to 95;

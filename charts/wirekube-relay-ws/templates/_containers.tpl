@@ -93,10 +93,10 @@ wss://{{ $h }}/relay
   - --http-listen={{ ternary "" (printf ":%d" (int $p.authzHTTP)) $envoy }}
   - --metrics-listen=:{{ $p.authzMetrics }}
   - --audience={{ $x.audience }}
-  {{- range $x.agentServiceAccounts }}
+  {{- range include "gw.agentServiceAccounts" . | fromJsonArray }}
   - --agent-service-account={{ . }}
   {{- end }}
-  - --peer-namespace={{ $x.peerNamespace }}
+  - --peer-namespace={{ include "gw.peerNamespace" . }}
   - --check-timeout={{ $x.checkTimeout }}
   {{- if ne $x.onReviewThrottled "deny" }}
   - --on-review-throttled={{ $x.onReviewThrottled }}
@@ -164,7 +164,7 @@ wss://{{ $h }}/relay
   args:
   - --listen={{ ternary "127.0.0.1" "" $envoy }}:{{ $p.bridge }}
   - --metrics-listen=:{{ $p.bridgeMetrics }}
-  - --relay-addr={{ $b.relayAddr }}
+  - --relay-addr={{ include "gw.relayAddr" . }}
   - --max-sessions={{ int $b.maxSessions }}
   - --drain-timeout={{ $b.drainTimeout }}
   {{- if $b.drainRate }}
@@ -177,6 +177,7 @@ wss://{{ $h }}/relay
   {{- if $b.debugSessions }}
   - --debug-sessions
   {{- end }}
+  {{- include "gw.reexportArgs" . | indent 2 }}
   {{- range $b.extraArgs }}
   - {{ . }}
   {{- end }}

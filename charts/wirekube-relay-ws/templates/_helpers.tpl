@@ -185,9 +185,9 @@ embedded IPv4 address (::ffff:10.0.0.0/104) is refused: write it in hex groups. 
 {{- fail "networkPolicy.migrationNodeCIDRs is gone with mode migrate: remove it (docs/upgrading.md, NetworkPolicy)" -}}
 {{- end -}}
 {{- include "gw.validateMemory" . -}}
-{{- $port := regexReplaceAll "^.*:([0-9]+)$" .Values.bridge.relayAddr "${1}" | int -}}
+{{- $port := regexReplaceAll "^.*:([0-9]+)$" (include "gw.relayAddr" .) "${1}" | int -}}
 {{- if or (lt $port 1) (gt $port 65535) -}}
-{{- fail (printf "bridge.relayAddr %q: the port must be 1-65535" .Values.bridge.relayAddr) -}}
+{{- fail (printf "bridge.relayAddr %q: the port must be 1-65535" (include "gw.relayAddr" .)) -}}
 {{- end -}}
 {{- with .Values.bridge.drainRate -}}
 {{- $need := ceil (divf (int $.Values.bridge.maxSessions) .) | int -}}

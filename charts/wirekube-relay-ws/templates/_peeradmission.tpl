@@ -26,5 +26,5 @@ install
 
 {{- /* gw.agentUsernames is the CEL list of the agent ServiceAccounts' usernames (extauthz.agentServiceAccounts). */ -}}
 {{- define "gw.agentUsernames" -}}
-[{{ range $i, $sa := .Values.extauthz.agentServiceAccounts }}{{ if $i }}, {{ end }}'system:serviceaccount:{{ replace "/" ":" $sa }}'{{ end }}]
+[{{ range $i, $sa := include "gw.agentServiceAccounts" . | fromJsonArray }}{{ if $i }}, {{ end }}'system:serviceaccount:{{ replace "/" ":" $sa }}'{{ end }}]
 {{- end -}}

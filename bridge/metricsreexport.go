@@ -1,0 +1,164 @@
+package bridge
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/wirekube/relay-ws/internal/cli"
+)
+
+// ReexportPath serves, on the metrics listener, the bridge's families and
+// those of the other containers of its Pod (--reexport-metrics), for a
+// scraper that reaches one port and path per Pod (prometheus.io/*
+// annotations). /metrics stays the bridge's own, so a scraper of every
+// container's port counts nothing twice.
+const ReexportPath = "/metrics/pod"
+
+// ReexportOptions make ReexportPath carry the metric families of the other
+// containers of the bridge's Pod: extauthz's /metrics and Envoy's
+// /stats/prometheus, read on loopback at every scrape.
+type ReexportOptions struct {
+	// ReexportMetrics are loopback http:// URLs whose text exposition is
+	// appended to the bridge's own on ReexportPath. A family the bridge
+	// itself exports, or an earlier URL already gave, is left out
+	// (wirekube_build_info, go_*, process_*). Default none: no ReexportPath.
+	ReexportMetrics []string
+}
+
+// AddFlags registers the flag on fs.
+func (o *ReexportOptions) AddFlags(fs *flag.FlagSet) {
+	fs.Var(cli.NewStringList(&o.ReexportMetrics), "reexport-metrics", "loopback http:// URL (repeatable) of another container's Prometheus text metrics, served with the bridge's own on "+ReexportPath+" of --metrics-listen, for annotation scraping that reaches one port per Pod")
+}
+
+// Validate refuses a URL that is not plain http to a loopback address.
+func (o *ReexportOptions) Validate() error {
+	var errs []error
+	for _, raw := range o.ReexportMetrics {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || u.Port() == "" || !isLoopbackHost(u.Hostname()) {
+			errs = append(errs, fmt.Errorf("--reexport-metrics: want http://<loopback host>:<port>/<path>, got %q", raw))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Bounds of one re-export fetch: a slow or huge answer costs the scrape
+// that family set, never the bridge's own families.
+const (
+	reexportTimeout  = 5 * time.Second
+	reexportMaxBytes = 16 << 20
+)
+
+// reexportGatherer is the bridge's registry followed by the families of
+// each URL; a failing URL is counted (wirekube_bridge_metrics_reexport_failures_total)
+// and left out of that scrape. newReexportGatherer returns nil without URLs.
+type reexportGatherer struct {
+	own      prometheus.Gatherer
+	urls     []string
+	client   *http.Client
+	failures *prometheus.CounterVec
+}
+
+func newReexportGatherer(reg *prometheus.Registry, urls []string) (prometheus.Gatherer, error) {
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "metrics_reexport_failures_total",
+		Help: "Re-export fetches (--reexport-metrics) left out of a scrape, by URL and cause (unreachable, status, too_large, parse)."},
+		[]string{"url", "cause"})
+	if err := reg.Register(failures); err != nil {
+		return nil, err
+	}
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	return &reexportGatherer{own: reg, urls: urls, client: &http.Client{Timeout: reexportTimeout}, failures: failures}, nil
+}
+
+// Gather returns the bridge's families, then each URL's new ones. The URLs
+// are read first, so a failure is counted in the same scrape.
+func (g *reexportGatherer) Gather() ([]*dto.MetricFamily, error) {
+	var fetched [][]*dto.MetricFamily
+	for _, u := range g.urls {
+		more, cause := g.fetch(u)
+		if cause != "" {
+			g.failures.WithLabelValues(u, cause).Inc()
+			continue
+		}
+		fetched = append(fetched, more)
+	}
+	fams, err := g.own.Gather()
+	seen := map[string]bool{}
+	for _, f := range fams {
+		seen[f.GetName()] = true
+	}
+	for _, more := range fetched {
+		for _, f := range more {
+			if !seen[f.GetName()] {
+				seen[f.GetName()] = true
+				fams = append(fams, f)
+			}
+		}
+	}
+	slices.SortFunc(fams, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return fams, err
+}
+
+// fetch reads one URL's families, or the cause it failed.
+func (g *reexportGatherer) fetch(u string) ([]*dto.MetricFamily, string) {
+	resp, err := g.client.Get(u)
+	if err != nil {
+		return nil, "unreachable"
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "status"
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, reexportMaxBytes+1))
+	if err != nil {
+		return nil, "unreachable"
+	}
+	if len(body) > reexportMaxBytes {
+		return nil, "too_large"
+	}
+	fams, err := parseReexport(body)
+	if err != nil {
+		return nil, "parse"
+	}
+	return fams, ""
+}
+
+// parseReexport parses a Prometheus text exposition into its families,
+// sorted by name.
+func parseReexport(body []byte) ([]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*dto.MetricFamily, 0, len(byName))
+	for _, f := range byName {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out, nil
+}
