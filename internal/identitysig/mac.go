@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,10 +100,27 @@ func NewMACSigner(key []byte, now func() time.Time) *Signer {
 type MACLookup func(kid string, now time.Time) ([]byte, error)
 
 // verifyMAC reports whether sig's tag is the MAC of f under key, in
-// constant time.
+// constant time. The states are pooled per key (the bridge verifies with
+// one key per extauthz start), so a verification allocates nothing.
 func verifyMAC(key []byte, sig Signature, f Fields) bool {
-	var buf [3072]byte
-	h := hmac.New(sha256.New, key)
-	h.Write(appendMessageIn(buf[:0], macDomain, sig.KeyID, sig.IssuedAt.UnixMilli(), sig.Nonce, f))
-	return hmac.Equal(h.Sum(nil), sig.Sig[:macLen])
+	var want [macLen]byte
+	poolFor(key).sum(&want, sig.KeyID, sig.IssuedAt.UnixMilli(), sig.Nonce, f)
+	return hmac.Equal(want[:], sig.Sig[:macLen])
+}
+
+// verifyPools holds the pool of the MAC key last verified with.
+var verifyPools atomic.Pointer[keyedPool]
+
+type keyedPool struct {
+	key  string
+	pool *macPool
+}
+
+func poolFor(key []byte) *macPool {
+	if p := verifyPools.Load(); p != nil && p.key == string(key) {
+		return p.pool
+	}
+	p := &keyedPool{key: string(key), pool: newMACPool(key)}
+	verifyPools.Store(p)
+	return p.pool
 }

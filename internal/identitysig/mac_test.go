@@ -142,3 +142,27 @@ func TestMACSignAllocs(t *testing.T) {
 		t.Fatalf("%.0f allocations per MAC Sign, want 1", n)
 	}
 }
+
+// TestCheckAllocs: checking a value of either form allocates nothing (the
+// bridge checks one per upgrade; its garbage would be paid by every idle
+// session's share of the heap).
+func TestCheckAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts under -race are not the program's")
+	}
+	mac, now := fixedMACKey(1), t0
+	v := &Verifier{Keys: keysOf(fixedKey(1)), MACKeys: func(string, time.Time) ([]byte, error) { return mac, nil },
+		MaxAge: time.Minute, Replay: NewReplayCache(1), Now: func() time.Time { return now }}
+	f := sampleFields()
+	for _, value := range []string{NewSigner(fixedKey(1), func() time.Time { return t0 }).Sign(f),
+		NewMACSigner(mac, func() time.Time { return t0 }).Sign(f)} {
+		values := []string{value}
+		if n := testing.AllocsPerRun(50, func() {
+			if _, reason, err := v.Check(values, f); reason != "" {
+				t.Fatal(reason, err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %.0f allocations per Check, want 0", value[:2], n)
+		}
+	}
+}

@@ -191,8 +191,16 @@ func Parse(v string) (Signature, error) {
 	if len(v) > MaxHeaderLen {
 		return Signature{}, fmt.Errorf("%w: over %d bytes", ErrMalformed, MaxHeaderLen)
 	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 5 || (parts[0] != Version && parts[0] != MACVersion) {
+	var parts [5]string // no allocation: the bridge parses one per upgrade
+	n, rest := 0, v
+	for ; n < len(parts)-1; n++ {
+		var ok bool
+		if parts[n], rest, ok = strings.Cut(rest, "."); !ok {
+			break
+		}
+	}
+	parts[n] = rest
+	if n != len(parts)-1 || strings.Contains(rest, ".") || (parts[0] != Version && parts[0] != MACVersion) {
 		return Signature{}, fmt.Errorf("%w: want %s.<kid>.<iat>.<nonce>.<sig> or %s.<kid>.<iat>.<nonce>.<mac>", ErrMalformed, Version, MACVersion)
 	}
 	sig := Signature{MAC: parts[0] == MACVersion}
