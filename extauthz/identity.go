@@ -172,17 +172,18 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 		return d // another, existing WireKubePeer held this key first (keyhistory.go)
 	}
 	b := bindingOf(rv, node, peer, key)
+	hs := append(make([]Header, 0, 5+signedHeaders),
+		Header{contract.HeaderPeer, peer},
+		Header{contract.HeaderPublicKey, keyB64},
+		Header{contract.HeaderIdentity, rv.username},
+		Header{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
+		Header{contract.HeaderBinding, b.Format()})
 	return Decision{
 		Peer:           peer,
 		KeyFingerprint: key.Fingerprint(),
-		Headers: []Header{
-			{contract.HeaderPeer, peer},
-			{contract.HeaderPublicKey, keyB64},
-			{contract.HeaderIdentity, rv.username},
-			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
-			{contract.HeaderBinding, b.Format()},
-		},
-		binding: b,
+		Headers:        hs,
+		binding:        b,
+		signRoom:       true,
 	}
 }
 

@@ -154,6 +154,9 @@ func (k *keyring) fingerprints() []string {
 	return ids
 }
 
+// signedHeaders is how many headers sign appends at most.
+const signedHeaders = 2
+
 // identitySigner signs the relay allows of an Authorizer. The zero value
 // signs nothing; NewAuthorizer installs a per-start key so that an
 // Authorizer never answers an allow the bridge would refuse as unsigned.
@@ -188,15 +191,18 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 	if f.Peer == "" {
 		return d // not the relay path: nothing the bridge reads
 	}
+	hs := d.Headers
+	if !d.signRoom {
+		hs = slices.Clip(hs) // never append into an array another Decision may share
+	}
 	if client == clientaddr.Unknown {
 		// Nothing named the client: no header, and the message of the
 		// five fields a bridge that predates the client address verifies.
-		d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
+		d.Headers = append(hs, Header{contract.HeaderSignature, signer.Sign(f)})
 		return d
 	}
 	f.ClientAddress = client
-	d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderClientAddress, client},
-		Header{contract.HeaderSignature, signer.Sign(f)})
+	d.Headers = append(hs, Header{contract.HeaderClientAddress, client}, Header{contract.HeaderSignature, signer.Sign(f)})
 	return d
 }
 

@@ -211,3 +211,28 @@ func TestSigningOptionsValidate(t *testing.T) {
 		t.Fatalf("Complete = %v, want an error naming --identity-accepted-keys-file", err)
 	}
 }
+
+// TestSignAppendsInPlaceOnlyWithRoom: sign appends into a decision's spare
+// capacity only when the decision made that room for it (signRoom); a
+// Headers slice it was handed keeps its backing array untouched.
+func TestSignAppendsInPlaceOnlyWithRoom(t *testing.T) {
+	var s identitySigner
+	s.cur.Store(identitysig.NewMACSigner(identitysig.NewMACKey(), nil))
+	backing := make([]Header, 1, 3)
+	backing[0] = Header{contract.HeaderPeer, "node-a"}
+	for _, room := range []bool{false, true} {
+		clear(backing[:3])
+		backing[0] = Header{contract.HeaderPeer, "node-a"}
+		d := s.sign(Decision{Headers: backing[:1], signRoom: room}, "203.0.113.7")
+		shared := &d.Headers[0] == &backing[0]
+		if shared != room {
+			t.Errorf("signRoom %v: answer shares the backing array: %v", room, shared)
+		}
+		if !room && backing[:3][1] != (Header{}) {
+			t.Errorf("signRoom false: the handed-in array was written: %v", backing[:3])
+		}
+		if len(d.Headers) != 3 || d.Headers[1].Name != contract.HeaderClientAddress || d.Headers[2].Name != contract.HeaderSignature {
+			t.Errorf("signRoom %v: headers %v, want peer, client address, signature", room, d.Headers)
+		}
+	}
+}
