@@ -95,7 +95,7 @@ func newSignatureCheck(cfg *Config, keys *keyReloader, log *slog.Logger, reg pro
 		log.Warn("identity signature check off (--identity-keys-file empty): any client reaching the listener can claim any identity")
 		return nil, nil
 	}
-	v := &identitysig.Verifier{Keys: keys.keys.Lookup,
+	v := &identitysig.Verifier{Keys: keys.keys.Lookup, MACKeys: keys.keys.LookupMAC,
 		MaxAge: cfg.IdentitySignatureMaxAge, Replay: identitysig.NewSharedReplayCache(cfg.IdentityReplayCacheSize, cfg.IdentityReplayPeerShare)}
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "wirekube_bridge_identity_replay_cache_entries",

@@ -169,6 +169,31 @@ func TestSignedSessionNotReplayable(t *testing.T) {
 	}
 }
 
+// TestMACSessionAdmittedOnce: a header set authenticated with the in-Pod
+// MAC key of the keys file (what a per-start extauthz writes) admits one
+// session through a real relay; the same set again is a replay, and one
+// under another MAC key is invalid.
+func TestMACSessionAdmittedOnce(t *testing.T) {
+	mac, other := make([]byte, identitysig.MACKeyLen), make([]byte, identitysig.MACKeyLen)
+	other[0] = 1
+	path := filepath.Join(t.TempDir(), "identity-keys")
+	if err := identitysig.WriteKeys(path, nil, mac); err != nil {
+		t.Fatal(err)
+	}
+	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = path })
+	macHeaders := func(key []byte) http.Header {
+		hdr := identity(testKey(1))
+		hdr.Set(contract.HeaderSignature, identitysig.NewMACSigner(key, nil).Sign(identitysig.Fields{Peer: hdr.Get(contract.HeaderPeer),
+			PublicKey: hdr.Get(contract.HeaderPublicKey), Identity: hdr.Get(contract.HeaderIdentity),
+			TokenExpires: hdr.Get(contract.HeaderTokenExpires), Binding: hdr.Get(contract.HeaderBinding)}))
+		return hdr
+	}
+	hdr := macHeaders(mac)
+	h.registeredAs(t, hdr, testKey(1))
+	refusedWith(t, h.url, hdr, contract.ReasonIdentitySignatureReplayed)
+	refusedWith(t, h.url, macHeaders(other), contract.ReasonIdentitySignatureInvalid)
+}
+
 // TestSignatureOptionsValidate: each bad value names its flag.
 func TestSignatureOptionsValidate(t *testing.T) {
 	for _, tc := range []struct {

@@ -39,6 +39,16 @@ func (e *env) testForgedToBridge(t *testing.T) {
 		h.Set(contract.HeaderSignature, identitysig.NewSigner(own, nil).Sign(fieldsOf(h)))
 		wantRefused(t, with(h), http.StatusForbidden, contract.ReasonIdentitySignatureInvalid)
 	})
+	t.Run("in_pod_mac_of_another_key", func(t *testing.T) {
+		// The stack's extauthz has a per-start key: its answers carry the
+		// in-Pod form, HMAC-SHA256 under the key of the shared directory.
+		if v := answer.Get(contract.HeaderSignature); !strings.HasPrefix(v, identitysig.MACVersion+".") {
+			t.Fatalf("extauthz's answer carries %.3s..., want the in-Pod form %s", v, identitysig.MACVersion)
+		}
+		h := answer.Clone()
+		h.Set(contract.HeaderSignature, identitysig.NewMACSigner(identitysig.NewMACKey(), nil).Sign(fieldsOf(h)))
+		wantRefused(t, with(h), http.StatusForbidden, contract.ReasonIdentitySignatureInvalid)
+	})
 	t.Run("signed_answer_for_another_peer", func(t *testing.T) {
 		// The whole set moved to another peer, binding included (else the
 		// bridge refuses the mismatch before the signature): only the

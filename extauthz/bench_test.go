@@ -33,7 +33,8 @@ func benchEnv(b *testing.B, mutate func(*Options)) *env {
 }
 
 // BenchmarkCheckCacheHit is one in-process Check of a pod-bound agent token
-// whose TokenReview answer is cached (goal: < 20 us, a handful of allocs).
+// whose TokenReview answer is cached (goal: <= 12 us with the identity
+// headers authenticated, a handful of allocs).
 func BenchmarkCheckCacheHit(b *testing.B) {
 	e := benchEnv(b, nil)
 	tok := e.answer(static(podBound()))
@@ -217,7 +218,7 @@ func pacedPair(b *testing.B, ca, cb authv3.AuthorizationClient, req *authv3.Chec
 
 // BenchmarkGRPCLoopback compares Checks/s with cache hits over real gRPC on
 // loopback against a no-op Check server under the same load in the same run
-// (goal: ratio >= 0.6), then paces both at 5,000 checks/s from the same
+// (goal: ratio >= 0.7), then paces both at 5,000 checks/s from the same
 // worker pool in three interleaved rounds, reporting each server's median
 // round (goal: p99 < 3 ms). It is a fixed, bounded workload on
 // 127.0.0.1 (b.N is not used): three interleaved rounds of 4,000 checks per
@@ -256,7 +257,7 @@ func BenchmarkGRPCLoopback(b *testing.B) {
 		b.ReportMetric(ourRate, "checks/s")
 		b.ReportMetric(noopRate, "noop-checks/s")
 		b.ReportMetric(ourRate/noopRate, "ratio")
-		fmt.Printf("  extauthz %.0f checks/s (%d checks), no-op %.0f checks/s (%d), ratio %.2f (goal >= 0.6)\n",
+		fmt.Printf("  extauthz %.0f checks/s (%d checks), no-op %.0f checks/s (%d), ratio %.2f (goal >= 0.7)\n",
 			ourRate, ourN, noopRate, noopN, ourRate/noopRate)
 	}
 	fmt.Printf("paced %d checks/s for %s, %d workers, latency from the scheduled send time:\n", rate, window, workers)

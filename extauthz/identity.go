@@ -157,7 +157,10 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 	if err != nil {
 		return Decision{Reason: contract.ReasonPeerKeyInvalid, Peer: peer}
 	}
-	keyB64 := key.Base64()
+	// ParseKey accepts exactly 44 characters of strict standard base64,
+	// the one encoding of a 32-byte key: raw is key.Base64() already,
+	// without the two allocations of encoding it again.
+	keyB64 := raw
 	if others := otherHolders(a.objects.PeersWithKey(keyB64), peer); len(others) > 0 {
 		// Any agent may write any WireKubePeer (docs/spec.md#agent): a key in
 		// two peers is vouched for by neither, or one node could take over
@@ -169,17 +172,18 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 		return d // another, existing WireKubePeer held this key first (keyhistory.go)
 	}
 	b := bindingOf(rv, node, peer, key)
+	hs := append(make([]Header, 0, 5+signedHeaders),
+		Header{contract.HeaderPeer, peer},
+		Header{contract.HeaderPublicKey, keyB64},
+		Header{contract.HeaderIdentity, rv.username},
+		Header{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
+		Header{contract.HeaderBinding, b.Format()})
 	return Decision{
 		Peer:           peer,
 		KeyFingerprint: key.Fingerprint(),
-		Headers: []Header{
-			{contract.HeaderPeer, peer},
-			{contract.HeaderPublicKey, keyB64},
-			{contract.HeaderIdentity, rv.username},
-			{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
-			{contract.HeaderBinding, b.Format()},
-		},
-		binding: b,
+		Headers:        hs,
+		binding:        b,
+		signRoom:       true,
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,8 +36,9 @@ const maxPEMFileLen = 64 << 10
 type SigningOptions struct {
 	// IdentitySigningKeyFile is a PEM Ed25519 private key (PKCS #8, from a
 	// Secret mounted into this container only) to sign with. Empty (the
-	// default): a fresh key pair at every start, which only the bridge of
-	// this Pod knows: right when the front asks the extauthz of the same Pod
+	// default): a fresh HMAC-SHA256 key at every start, written to
+	// IdentityKeysFile (mode 0640), which only the bridge of this Pod
+	// knows: right when the front asks the extauthz of the same Pod
 	// (Envoy in the Pod, the nginx/Caddy/Traefik sidecars); a front that may
 	// ask another replica (ingress-nginx auth-url to the Service, front:
 	// none) needs the same key in every replica.
@@ -51,7 +51,8 @@ type SigningOptions struct {
 	// that a Secret holding signing.pem alone is enough).
 	IdentityAcceptedKeysFile string
 	// IdentityKeysFile is where the public halves are written (mode 0644),
-	// for the bridge's --identity-keys-file. Default DefaultIdentityKeysFile;
+	// or the per-start MAC key (mode 0640), for the bridge's
+	// --identity-keys-file. Default DefaultIdentityKeysFile;
 	// empty publishes nothing (the bridge then needs the public key some
 	// other way).
 	IdentityKeysFile string
@@ -64,9 +65,9 @@ func DefaultSigningOptions() SigningOptions {
 
 // AddFlags registers the signing flags on fs.
 func (o *SigningOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh key pair per start, known only to the bridge of this Pod")
+	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh HMAC-SHA256 key per start, known only to the bridge of this Pod")
 	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s; a missing file publishes none")
-	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys are written to, for the bridge's --identity-keys-file; empty publishes none")
+	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys (or the per-start MAC key, mode 0640) are written to, for the bridge's --identity-keys-file; empty publishes none")
 }
 
 // Validate reports every invalid field, each error naming its flag.
@@ -78,19 +79,22 @@ func (o *SigningOptions) Validate() error {
 }
 
 // keyring is the loaded signing state: the signer and every public key
-// published beside its own.
+// published beside its own, or the per-start MAC key.
 type keyring struct {
 	signer    *identitysig.Signer
 	published []ed25519.PublicKey
+	mac       []byte // the per-start MAC key; nil with a signing key file
 }
 
 // loadKeyring reads the key files; without a signing key file it makes a
-// fresh key pair.
+// fresh MAC key: only the bridge of this Pod, which reads it from the
+// directory the two share, verifies what this extauthz answers, so a
+// keyed MAC proves as much as a signature at a fraction of its cost
+// (docs/revocation.md#signing).
 func loadKeyring(o SigningOptions) (*keyring, error) {
 	if o.IdentitySigningKeyFile == "" {
-		_, priv, _ := ed25519.GenerateKey(rand.Reader) // crypto/rand never fails (Go 1.24+)
-		s := identitysig.NewSigner(priv, nil)
-		return &keyring{signer: s, published: []ed25519.PublicKey{s.Public()}}, nil
+		key := identitysig.NewMACKey()
+		return &keyring{signer: identitysig.NewMACSigner(key, nil), mac: key}, nil
 	}
 	privs, pubs, err := readPEMKeys("identity-signing-key-file", o.IdentitySigningKeyFile)
 	if err != nil {
@@ -140,12 +144,18 @@ func (k *keyring) same(o *keyring) bool {
 
 // fingerprints are the key ids, for the log line (never the keys).
 func (k *keyring) fingerprints() []string {
-	ids := make([]string, len(k.published))
-	for i, p := range k.published {
-		ids[i] = identitysig.KeyID(p)
+	ids := make([]string, 0, len(k.published)+1)
+	for _, p := range k.published {
+		ids = append(ids, identitysig.KeyID(p))
+	}
+	if k.mac != nil {
+		ids = append(ids, identitysig.MACKeyID(k.mac))
 	}
 	return ids
 }
+
+// signedHeaders is how many headers sign appends at most.
+const signedHeaders = 2
 
 // identitySigner signs the relay allows of an Authorizer. The zero value
 // signs nothing; NewAuthorizer installs a per-start key so that an
@@ -181,15 +191,18 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 	if f.Peer == "" {
 		return d // not the relay path: nothing the bridge reads
 	}
+	hs := d.Headers
+	if !d.signRoom {
+		hs = slices.Clip(hs) // never append into an array another Decision may share
+	}
 	if client == clientaddr.Unknown {
 		// Nothing named the client: no header, and the message of the
 		// five fields a bridge that predates the client address verifies.
-		d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderSignature, signer.Sign(f)})
+		d.Headers = append(hs, Header{contract.HeaderSignature, signer.Sign(f)})
 		return d
 	}
 	f.ClientAddress = client
-	d.Headers = append(slices.Clip(d.Headers), Header{contract.HeaderClientAddress, client},
-		Header{contract.HeaderSignature, signer.Sign(f)})
+	d.Headers = append(hs, Header{contract.HeaderClientAddress, client}, Header{contract.HeaderSignature, signer.Sign(f)})
 	return d
 }
 
@@ -197,7 +210,7 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 // of this Pod knows a key before any answer carries it.
 func (a *Authorizer) installKeyring(kr *keyring, o SigningOptions) error {
 	if o.IdentityKeysFile != "" {
-		if err := identitysig.WritePublicKeys(o.IdentityKeysFile, kr.published); err != nil {
+		if err := identitysig.WriteKeys(o.IdentityKeysFile, kr.published, kr.mac); err != nil {
 			return fmt.Errorf("--identity-keys-file: %w (mount the directory the bridge shares, docs/revocation.md#signing)", err)
 		}
 	}

@@ -68,6 +68,56 @@ func TestRelayAllowSignature(t *testing.T) {
 	}
 }
 
+// TestPerStartKeyIsMAC: without a signing key file, a relay allow carries
+// an m1 (HMAC-SHA256) value under the key written to the keys file with
+// mode 0640; the bridge's FileKeys verifies it once, and a verifier that
+// trusts public keys only refuses it.
+func TestPerStartKeyIsMAC(t *testing.T) {
+	o := SigningOptions{IdentityKeysFile: filepath.Join(t.TempDir(), "keys")}
+	e := newEnv(t, nil)
+	kr, err := loadKeyring(o)
+	must(t, err)
+	must(t, e.authz.installKeyring(kr, o))
+	if st, err := os.Stat(o.IdentityKeysFile); err != nil || st.Mode().Perm() != 0o640 {
+		t.Fatalf("keys file: %v (%v), want mode 0640", st, err)
+	}
+	resp, _ := e.srv.Check(fromLoopback(), relayCheck(e.answer(static(podBound())), nil))
+	var f identitysig.Fields
+	var sig []string
+	for _, h := range resp.GetOkResponse().GetHeaders() {
+		switch v := h.GetHeader().GetValue(); h.GetHeader().GetKey() {
+		case contract.HeaderPeer:
+			f.Peer = v
+		case contract.HeaderPublicKey:
+			f.PublicKey = v
+		case contract.HeaderIdentity:
+			f.Identity = v
+		case contract.HeaderTokenExpires:
+			f.TokenExpires = v
+		case contract.HeaderBinding:
+			f.Binding = v
+		case contract.HeaderClientAddress:
+			f.ClientAddress = v
+		case contract.HeaderSignature:
+			sig = append(sig, v)
+		}
+	}
+	if len(sig) != 1 || !strings.HasPrefix(sig[0], "m1.") {
+		t.Fatalf("signature values %q, want one m1 value", sig)
+	}
+	keys := identitysig.NewFileKeys(o.IdentityKeysFile, time.Second)
+	pubOnly := &identitysig.Verifier{Keys: keys.Lookup, MaxAge: 30 * time.Second, Replay: identitysig.NewReplayCache(4)}
+	if reason, _ := pubOnly.Verify(sig, f); reason != contract.ReasonIdentitySignatureInvalid {
+		t.Fatalf("public keys only: Verify = %q, want %q", reason, contract.ReasonIdentitySignatureInvalid)
+	}
+	v := &identitysig.Verifier{Keys: keys.Lookup, MACKeys: keys.LookupMAC, MaxAge: 30 * time.Second, Replay: identitysig.NewReplayCache(4)}
+	for _, want := range []contract.Reason{"", contract.ReasonIdentitySignatureReplayed} {
+		if reason, err := v.Verify(sig, f); reason != want {
+			t.Fatalf("Verify = %q (%v), want %q", reason, err, want)
+		}
+	}
+}
+
 // TestSigningKeyReload (synctest): a rotated key file is picked up within
 // one reload interval, published before it signs; a broken file keeps the
 // keys in use.
@@ -159,5 +209,30 @@ func TestSigningOptionsValidate(t *testing.T) {
 	o.IdentityAcceptedKeysFile = "/x"
 	if _, err := o.Complete(); err == nil || !strings.Contains(err.Error(), "--identity-accepted-keys-file") {
 		t.Fatalf("Complete = %v, want an error naming --identity-accepted-keys-file", err)
+	}
+}
+
+// TestSignAppendsInPlaceOnlyWithRoom: sign appends into a decision's spare
+// capacity only when the decision made that room for it (signRoom); a
+// Headers slice it was handed keeps its backing array untouched.
+func TestSignAppendsInPlaceOnlyWithRoom(t *testing.T) {
+	var s identitySigner
+	s.cur.Store(identitysig.NewMACSigner(identitysig.NewMACKey(), nil))
+	backing := make([]Header, 1, 3)
+	backing[0] = Header{contract.HeaderPeer, "node-a"}
+	for _, room := range []bool{false, true} {
+		clear(backing[:3])
+		backing[0] = Header{contract.HeaderPeer, "node-a"}
+		d := s.sign(Decision{Headers: backing[:1], signRoom: room}, "203.0.113.7")
+		shared := &d.Headers[0] == &backing[0]
+		if shared != room {
+			t.Errorf("signRoom %v: answer shares the backing array: %v", room, shared)
+		}
+		if !room && backing[:3][1] != (Header{}) {
+			t.Errorf("signRoom false: the handed-in array was written: %v", backing[:3])
+		}
+		if len(d.Headers) != 3 || d.Headers[1].Name != contract.HeaderClientAddress || d.Headers[2].Name != contract.HeaderSignature {
+			t.Errorf("signRoom %v: headers %v, want peer, client address, signature", room, d.Headers)
+		}
 	}
 }

@@ -18,14 +18,16 @@ import (
 	"github.com/wirekube/relay-ws/internal/atomicfile"
 )
 
-// The public keys file: what extauthz publishes and the bridge trusts. One
-// key a line, "ed25519 <standard base64 of the 32-byte key>"; blank lines
-// and lines starting with # are ignored. At most MaxPublicKeys keys and
+// The keys file: what extauthz publishes and the bridge trusts. One key a
+// line, "ed25519 <standard base64 of the 32-byte public key>" or, for the
+// per-start MAC key of an in-Pod extauthz, "hmac-sha256 <standard base64
+// of the 32-byte key>"; blank lines and lines starting with # are ignored. At most MaxPublicKeys keys and
 // MaxKeysFileLen bytes.
 const (
 	MaxPublicKeys  = 16
 	MaxKeysFileLen = 4096
 	keyLinePrefix  = "ed25519 "
+	macLinePrefix  = "hmac-sha256 "
 )
 
 // ErrKeys is returned for a keys file or PEM that cannot be used, and
@@ -36,49 +38,99 @@ var (
 )
 
 // ParsePublicKeys reads a public keys file's content (the bridge reads a
-// file in a directory it shares with extauthz: bounded, strict).
+// file in a directory it shares with extauthz: bounded, strict). A MAC key
+// line is an error here: ParseKeys reads both kinds.
 func ParsePublicKeys(b []byte) (map[string]ed25519.PublicKey, error) {
+	ks, err := parseKeys(b, false)
+	return ks.Public, err
+}
+
+// KeySet is what a keys file holds: Ed25519 public keys and, written by
+// an extauthz with a per-start key, its MAC key (mac.go), by key id.
+type KeySet struct {
+	Public map[string]ed25519.PublicKey
+	MAC    map[string][]byte
+}
+
+// ParseKeys reads a keys file's content: "ed25519 <key>" and
+// "hmac-sha256 <key>" lines, at most MaxPublicKeys keys in all.
+func ParseKeys(b []byte) (KeySet, error) { return parseKeys(b, true) }
+
+func parseKeys(b []byte, allowMAC bool) (KeySet, error) {
 	if len(b) > MaxKeysFileLen {
-		return nil, fmt.Errorf("%w: file over %d bytes", ErrKeys, MaxKeysFileLen)
+		return KeySet{}, fmt.Errorf("%w: file over %d bytes", ErrKeys, MaxKeysFileLen)
 	}
-	keys := make(map[string]ed25519.PublicKey)
+	ks := KeySet{Public: make(map[string]ed25519.PublicKey), MAC: make(map[string][]byte)}
 	n := 0
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		raw, ok := strings.CutPrefix(line, keyLinePrefix)
+		raw, isPub := strings.CutPrefix(line, keyLinePrefix)
+		if !isPub && allowMAC {
+			var isMAC bool
+			if raw, isMAC = strings.CutPrefix(line, macLinePrefix); !isMAC {
+				raw = ""
+			}
+		}
 		d, err := base64.StdEncoding.Strict().DecodeString(raw)
-		if !ok || err != nil || len(d) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("%w: line %d: want %q and 32 bytes of standard base64", ErrKeys, i+1, keyLinePrefix)
+		if raw == "" || err != nil || len(d) != ed25519.PublicKeySize {
+			return KeySet{}, fmt.Errorf("%w: line %d: want %q or %q and 32 bytes of standard base64", ErrKeys, i+1, keyLinePrefix, macLinePrefix)
 		}
 		if n++; n > MaxPublicKeys {
-			return nil, fmt.Errorf("%w: over %d keys", ErrKeys, MaxPublicKeys)
+			return KeySet{}, fmt.Errorf("%w: over %d keys", ErrKeys, MaxPublicKeys)
 		}
-		pub := ed25519.PublicKey(d)
-		keys[KeyID(pub)] = pub
+		if isPub {
+			pub := ed25519.PublicKey(d)
+			ks.Public[KeyID(pub)] = pub
+		} else {
+			ks.MAC[MACKeyID(d)] = d
+		}
 	}
-	return keys, nil
+	return ks, nil
 }
 
 // FormatPublicKeys renders keys as a public keys file.
-func FormatPublicKeys(keys []ed25519.PublicKey) []byte {
+func FormatPublicKeys(keys []ed25519.PublicKey) []byte { return FormatKeys(keys, nil) }
+
+// FormatKeys renders public keys and, when mac is not nil, a MAC key as a
+// keys file.
+func FormatKeys(keys []ed25519.PublicKey, mac []byte) []byte {
 	var b strings.Builder
-	b.WriteString("# wirekube-extauthz identity signing keys (public halves; docs/revocation.md#signing)\n")
+	b.WriteString("# wirekube-extauthz identity signing keys (docs/revocation.md#signing)\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s%s\n", keyLinePrefix, base64.StdEncoding.EncodeToString(k))
+	}
+	if mac != nil {
+		fmt.Fprintf(&b, "%s%s\n", macLinePrefix, base64.StdEncoding.EncodeToString(mac))
 	}
 	return []byte(b.String())
 }
 
 // WritePublicKeys writes keys to path atomically (a temporary file in the
 // same directory, then a rename), mode 0644: they are public.
-func WritePublicKeys(path string, keys []ed25519.PublicKey) error {
-	if len(keys) == 0 || len(keys) > MaxPublicKeys {
-		return fmt.Errorf("%w: want 1 to %d keys, got %d", ErrKeys, MaxPublicKeys, len(keys))
+func WritePublicKeys(path string, keys []ed25519.PublicKey) error { return WriteKeys(path, keys, nil) }
+
+// WriteKeys writes keys and mac (nil: none) to path atomically, mode 0644
+// without a MAC key and 0640 with one: a MAC key is a secret, readable
+// only by the Pod's user and group, like the revocation secret beside it.
+func WriteKeys(path string, keys []ed25519.PublicKey, mac []byte) error {
+	n := len(keys)
+	if mac != nil {
+		n++
+		if len(mac) != MACKeyLen {
+			return fmt.Errorf("%w: MAC key of %d bytes, want %d", ErrKeys, len(mac), MACKeyLen)
+		}
 	}
-	if err := atomicfile.Write(path, ".identity-keys-*", FormatPublicKeys(keys), 0o644); err != nil {
+	if n == 0 || n > MaxPublicKeys {
+		return fmt.Errorf("%w: want 1 to %d keys, got %d", ErrKeys, MaxPublicKeys, n)
+	}
+	mode := os.FileMode(0o644)
+	if mac != nil {
+		mode = 0o640
+	}
+	if err := atomicfile.Write(path, ".identity-keys-*", FormatKeys(keys, mac), mode); err != nil {
 		return fmt.Errorf("identity keys: %w", err)
 	}
 	return nil
@@ -147,7 +199,7 @@ type FileKeys struct {
 	minReload time.Duration
 
 	mu     sync.Mutex
-	keys   map[string]ed25519.PublicKey
+	keys   KeySet
 	loaded time.Time // last read attempt; zero: never
 	err    error     // of the last read attempt
 }
@@ -160,21 +212,31 @@ func NewFileKeys(path string, minReload time.Duration) *FileKeys {
 // Lookup returns the key of kid. The error of an unknown id wraps
 // ErrUnknownKey and, when the last read failed, its error.
 func (k *FileKeys) Lookup(kid string, now time.Time) (ed25519.PublicKey, error) {
+	return lookupIn(k, kid, now, func(ks KeySet) map[string]ed25519.PublicKey { return ks.Public })
+}
+
+// LookupMAC is Lookup for a MAC key.
+func (k *FileKeys) LookupMAC(kid string, now time.Time) ([]byte, error) {
+	return lookupIn(k, kid, now, func(ks KeySet) map[string][]byte { return ks.MAC })
+}
+
+func lookupIn[V any](k *FileKeys, kid string, now time.Time, of func(KeySet) map[string]V) (V, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if pub, ok := k.keys[kid]; ok {
-		return pub, nil
+	if v, ok := of(k.keys)[kid]; ok {
+		return v, nil
 	}
 	if k.loaded.IsZero() || now.Sub(k.loaded) >= k.minReload {
 		k.store(k.read(), now)
-		if pub, ok := k.keys[kid]; ok {
-			return pub, nil
+		if v, ok := of(k.keys)[kid]; ok {
+			return v, nil
 		}
 	}
+	var zero V
 	if k.err != nil {
-		return nil, fmt.Errorf("%w (reading %s: %w)", ErrUnknownKey, k.path, k.err)
+		return zero, fmt.Errorf("%w (reading %s: %w)", ErrUnknownKey, k.path, k.err)
 	}
-	return nil, ErrUnknownKey
+	return zero, ErrUnknownKey
 }
 
 // Reload re-reads the file now: a key the file no longer holds stops
@@ -196,12 +258,14 @@ func (k *FileKeys) Reload(now time.Time) error {
 func (k *FileKeys) KeyIDs() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return slices.Sorted(maps.Keys(k.keys))
+	ids := append(slices.Collect(maps.Keys(k.keys.Public)), slices.Collect(maps.Keys(k.keys.MAC))...)
+	slices.Sort(ids)
+	return ids
 }
 
 // readResult is one read of the file: its keys, or the error.
 type readResult struct {
-	keys map[string]ed25519.PublicKey
+	keys KeySet
 	err  error
 }
 
@@ -210,7 +274,7 @@ func (k *FileKeys) read() readResult {
 	if err != nil {
 		return readResult{err: err}
 	}
-	keys, err := ParsePublicKeys(b)
+	keys, err := ParseKeys(b)
 	return readResult{keys: keys, err: err}
 }
 

@@ -11,8 +11,10 @@
 // Ed25519 public key; iat: the signing time in Unix milliseconds (decimal);
 // nonce: 16 random bytes, base64url without padding (22 characters); sig:
 // the 64-byte Ed25519 signature (86 characters, base64url without padding)
-// over Message. The nonce makes an answer single-use, iat short-lived. The
-// package imports nothing of either server.
+// over Message. The nonce makes an answer single-use, iat short-lived. An
+// extauthz whose only verifier is the bridge of its own Pod writes the m1
+// form instead, the same message under HMAC-SHA256 (mac.go). The package
+// imports nothing of either server.
 package identitysig
 
 import (
@@ -33,7 +35,7 @@ import (
 const Version = "v1"
 
 // MaxHeaderLen bounds the header value a parser looks at; a valid one is
-// 3 + 17 + at most 16 + 23 + 86 = 145 bytes.
+// 3 + 17 + at most 16 + 23 + 86 = 145 bytes (a MAC one 102).
 const MaxHeaderLen = 160
 
 // NonceLen is the nonce's length in bytes (128 bits).
@@ -61,6 +63,9 @@ type Fields struct {
 
 // Signature is a parsed header value.
 type Signature struct {
+	// MAC marks the in-Pod form (MACVersion, mac.go): Sig[:32] is an
+	// HMAC-SHA256 tag and Sig[32:] is zero.
+	MAC      bool
 	KeyID    string
 	IssuedAt time.Time // millisecond precision
 	Nonce    [NonceLen]byte
@@ -86,9 +91,14 @@ func Message(kid string, iatMillis int64, nonce [NonceLen]byte, f Fields) []byte
 }
 
 func appendMessage(m []byte, kid string, iatMillis int64, nonce [NonceLen]byte, f Fields) []byte {
+	return appendMessageIn(m, domain, kid, iatMillis, nonce, f)
+}
+
+// appendMessageIn is Message behind domain dom.
+func appendMessageIn(m []byte, dom, kid string, iatMillis int64, nonce [NonceLen]byte, f Fields) []byte {
 	var iat [8]byte
 	binary.BigEndian.PutUint64(iat[:], uint64(iatMillis))
-	m = append(m, domain...)
+	m = append(m, dom...)
 	m = appendField(m, kid)
 	m = binary.BigEndian.AppendUint32(m, 8)
 	m = append(m, iat[:]...)
@@ -108,10 +118,12 @@ func appendField(m []byte, v string) []byte {
 	return append(m, v...)
 }
 
-// Signer signs identity headers with one private key. Safe for concurrent
+// Signer signs identity headers with one private key (NewSigner) or
+// authenticates them with one MAC key (NewMACSigner). Safe for concurrent
 // use.
 type Signer struct {
-	priv ed25519.PrivateKey
+	priv ed25519.PrivateKey // nil for a MAC signer
+	mac  *macPool           // nil for an Ed25519 signer
 	kid  string
 	now  func() time.Time
 }
@@ -127,8 +139,13 @@ func NewSigner(priv ed25519.PrivateKey, now func() time.Time) *Signer {
 // KeyID is the id of the signer's key.
 func (s *Signer) KeyID() string { return s.kid }
 
-// Public is the signer's public key.
-func (s *Signer) Public() ed25519.PublicKey { return s.priv.Public().(ed25519.PublicKey) }
+// Public is the signer's public key; nil for a MAC signer.
+func (s *Signer) Public() ed25519.PublicKey {
+	if s.priv == nil {
+		return nil
+	}
+	return s.priv.Public().(ed25519.PublicKey)
+}
 
 // Sign returns the header value signing f now, with a fresh nonce. The
 // message is built in a stack buffer when it fits (a check's cost matters:
@@ -137,17 +154,25 @@ func (s *Signer) Sign(f Fields) string {
 	var nonce [NonceLen]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails (Go 1.24+)
 	iat := s.now().UnixMilli()
+	out := Signature{MAC: s.mac != nil, KeyID: s.kid, IssuedAt: time.UnixMilli(iat), Nonce: nonce}
+	if s.mac != nil {
+		s.mac.sum((*[macLen]byte)(out.Sig[:macLen]), s.kid, iat, nonce, f)
+		return Format(out)
+	}
 	var buf [3072]byte
-	var sig [ed25519.SignatureSize]byte
-	copy(sig[:], ed25519.Sign(s.priv, appendMessage(buf[:0], s.kid, iat, nonce, f)))
-	return Format(Signature{KeyID: s.kid, IssuedAt: time.UnixMilli(iat), Nonce: nonce, Sig: sig})
+	copy(out.Sig[:], ed25519.Sign(s.priv, appendMessage(buf[:0], s.kid, iat, nonce, f)))
+	return Format(out)
 }
 
 // Format renders sig as a header value.
 func Format(sig Signature) string {
 	enc := base64.RawURLEncoding
 	var buf [MaxHeaderLen]byte
-	b := append(buf[:0], Version...)
+	version, tag := Version, sig.Sig[:]
+	if sig.MAC {
+		version, tag = MACVersion, sig.Sig[:macLen]
+	}
+	b := append(buf[:0], version...)
 	b = append(b, '.')
 	b = append(b, sig.KeyID...)
 	b = append(b, '.')
@@ -155,7 +180,7 @@ func Format(sig Signature) string {
 	b = append(b, '.')
 	b = enc.AppendEncode(b, sig.Nonce[:])
 	b = append(b, '.')
-	b = enc.AppendEncode(b, sig.Sig[:])
+	b = enc.AppendEncode(b, tag)
 	return string(b)
 }
 
@@ -166,11 +191,23 @@ func Parse(v string) (Signature, error) {
 	if len(v) > MaxHeaderLen {
 		return Signature{}, fmt.Errorf("%w: over %d bytes", ErrMalformed, MaxHeaderLen)
 	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 5 || parts[0] != Version {
-		return Signature{}, fmt.Errorf("%w: want %s.<kid>.<iat>.<nonce>.<sig>", ErrMalformed, Version)
+	var parts [5]string // no allocation: the bridge parses one per upgrade
+	n, rest := 0, v
+	for ; n < len(parts)-1; n++ {
+		var ok bool
+		if parts[n], rest, ok = strings.Cut(rest, "."); !ok {
+			break
+		}
 	}
-	var sig Signature
+	parts[n] = rest
+	if n != len(parts)-1 || strings.Contains(rest, ".") || (parts[0] != Version && parts[0] != MACVersion) {
+		return Signature{}, fmt.Errorf("%w: want %s.<kid>.<iat>.<nonce>.<sig> or %s.<kid>.<iat>.<nonce>.<mac>", ErrMalformed, Version, MACVersion)
+	}
+	sig := Signature{MAC: parts[0] == MACVersion}
+	tag := sig.Sig[:]
+	if sig.MAC {
+		tag = sig.Sig[:macLen]
+	}
 	if !isKeyID(parts[1]) {
 		return Signature{}, fmt.Errorf("%w: key id", ErrMalformed)
 	}
@@ -183,7 +220,7 @@ func Parse(v string) (Signature, error) {
 	if !decodeExact(sig.Nonce[:], parts[3]) {
 		return Signature{}, fmt.Errorf("%w: nonce", ErrMalformed)
 	}
-	if !decodeExact(sig.Sig[:], parts[4]) {
+	if !decodeExact(tag, parts[4]) {
 		return Signature{}, fmt.Errorf("%w: signature", ErrMalformed)
 	}
 	return sig, nil

@@ -19,8 +19,11 @@ type KeyLookup func(kid string, now time.Time) (ed25519.PublicKey, error)
 // Verifier checks the signature of an upgrade's identity headers. Safe for
 // concurrent use.
 type Verifier struct {
-	// Keys finds the key of a signature's key id.
+	// Keys finds the public key of a signature's key id.
 	Keys KeyLookup
+	// MACKeys finds the MAC key of an in-Pod value's key id (MACVersion);
+	// nil refuses every such value as invalid.
+	MACKeys MACLookup
 	// MaxAge is how long after its issue time a signature is accepted.
 	MaxAge time.Duration
 	// Replay remembers the nonces accepted within MaxAge.
@@ -62,12 +65,8 @@ func (v *Verifier) Check(values []string, f Fields) (Verified, contract.Reason, 
 	if err != nil {
 		return Verified{}, contract.ReasonIdentitySignatureInvalid, err
 	}
-	pub, err := v.Keys(sig.KeyID, t)
-	if err != nil {
-		return Verified{}, contract.ReasonIdentitySignatureInvalid, fmt.Errorf("key id %s: %w", sig.KeyID, err)
-	}
-	if !ed25519.Verify(pub, Message(sig.KeyID, sig.IssuedAt.UnixMilli(), sig.Nonce, f), sig.Sig[:]) {
-		return Verified{}, contract.ReasonIdentitySignatureInvalid, fmt.Errorf("signature of key id %s does not verify over these headers", sig.KeyID)
+	if err := v.authentic(sig, f, t); err != nil {
+		return Verified{}, contract.ReasonIdentitySignatureInvalid, err
 	}
 	switch age := t.Sub(sig.IssuedAt); {
 	case age > v.MaxAge:
@@ -93,6 +92,33 @@ func (v *Verifier) Spend(ok Verified, owner string) (contract.Reason, error) {
 		return contract.ReasonIdentityReplayCacheFull, err
 	}
 	return "", nil
+}
+
+// authentic checks sig over f with the key its id names: an Ed25519
+// signature with a public key, a MAC (constant-time compare) with a MAC key.
+func (v *Verifier) authentic(sig Signature, f Fields, t time.Time) error {
+	if sig.MAC {
+		if v.MACKeys == nil {
+			return fmt.Errorf("key id %s: %w (no MAC keys here)", sig.KeyID, ErrUnknownKey)
+		}
+		key, err := v.MACKeys(sig.KeyID, t)
+		if err != nil {
+			return fmt.Errorf("key id %s: %w", sig.KeyID, err)
+		}
+		if !verifyMAC(key, sig, f) {
+			return fmt.Errorf("MAC of key id %s does not verify over these headers", sig.KeyID)
+		}
+		return nil
+	}
+	pub, err := v.Keys(sig.KeyID, t)
+	if err != nil {
+		return fmt.Errorf("key id %s: %w", sig.KeyID, err)
+	}
+	var buf [3072]byte // the message on the stack: one upgrade's garbage is its own
+	if !ed25519.Verify(pub, appendMessage(buf[:0], sig.KeyID, sig.IssuedAt.UnixMilli(), sig.Nonce, f), sig.Sig[:]) {
+		return fmt.Errorf("signature of key id %s does not verify over these headers", sig.KeyID)
+	}
+	return nil
 }
 
 func (v *Verifier) now() time.Time {

@@ -52,8 +52,15 @@ var fieldNames = [...]string{"sa", "sauid", "pod", "poduid", "node", "nodeuid", 
 // Format renders b as a header value:
 // v1;sa=<identity>;sauid=<uid>;pod=<name>;poduid=<uid>;node=<name>;nodeuid=<uid>;peer=<name>;key=<sha256 hex>.
 func (b Binding) Format() string {
-	vals := b.values()
+	vals := [...]string{b.Identity, b.SAUID, b.PodName, b.PodUID, b.NodeName, b.NodeUID, b.Peer, ""}
+	var key [2 * sha256.Size]byte
+	hex.Encode(key[:], b.KeySHA256[:])
+	n := len(bindingVersion)
+	for i, name := range fieldNames {
+		n += 2 + len(name) + len(vals[i])
+	}
 	var sb strings.Builder
+	sb.Grow(n + len(key)) // one allocation: every relay allow formats its binding
 	sb.WriteString(bindingVersion)
 	for i, name := range fieldNames {
 		sb.WriteByte(';')
@@ -61,12 +68,8 @@ func (b Binding) Format() string {
 		sb.WriteByte('=')
 		sb.WriteString(vals[i])
 	}
+	sb.Write(key[:]) // the last field, key
 	return sb.String()
-}
-
-func (b Binding) values() [len(fieldNames)]string {
-	return [...]string{b.Identity, b.SAUID, b.PodName, b.PodUID, b.NodeName, b.NodeUID, b.Peer,
-		hex.EncodeToString(b.KeySHA256[:])}
 }
 
 // ParseBinding parses a Format value strictly: the version, every field in

@@ -157,23 +157,25 @@ func metricRows(m metrics) []benchrow.Row {
 	}
 	var rows []benchrow.Row
 
-	hit := benchrow.Row{Figure: "extauthz Check, cache hit, in process", Goal: "< 20 us, <= 60 allocs"}
+	// The goal holds with the identity headers authenticated (an in-Pod
+	// MAC since a per-start key is one; docs/revocation.md#signing-cost).
+	hit := benchrow.Row{Figure: "extauthz Check, cache hit, in process", Goal: "<= 12 us, <= 60 allocs"}
 	if ns, ok := m.get("BenchmarkCheckCacheHit", "ns/op"); ok {
 		allocs, _ := m.get("BenchmarkCheckCacheHit", "allocs/op")
 		hit.Value = fmt.Sprintf("%.1f us, %.0f allocs", ns/1e3, allocs)
-		hit.Baseline, hit.Ratio = "goal 20 us", fmt.Sprintf("%.2f", ns/20e3)
-		hit.Met = yesNo(ns < 20e3 && allocs <= 60)
+		hit.Baseline, hit.Ratio = "goal 12 us", fmt.Sprintf("%.2f", ns/12e3)
+		hit.Met = yesNo(ns <= 12e3 && allocs <= 60)
 	} else {
 		hit = na(hit)
 	}
 	rows = append(rows, hit)
 
-	grpc := benchrow.Row{Figure: "extauthz checks/s over gRPC vs a no-op Check server", Goal: ">= 0.6x"}
+	grpc := benchrow.Row{Figure: "extauthz checks/s over gRPC vs a no-op Check server", Goal: ">= 0.7x"}
 	paced := benchrow.Row{Figure: "extauthz p99 paced at 5,000 checks/s", Goal: "< 3 ms"}
 	if ours, ok := m.get("BenchmarkGRPCLoopback", "checks/s"); ok {
 		noop, _ := m.get("BenchmarkGRPCLoopback", "noop-checks/s")
 		grpc.Value, grpc.Baseline = fmt.Sprintf("%.0f /s", ours), fmt.Sprintf("no-op %.0f /s", noop)
-		grpc.Ratio, grpc.Met = ratio(ours, noop), yesNo(noop > 0 && ours/noop >= 0.6)
+		grpc.Ratio, grpc.Met = ratio(ours, noop), yesNo(noop > 0 && ours/noop >= 0.7)
 		p99, _ := m.get("BenchmarkGRPCLoopback", "p99-us@5k/s")
 		np99, _ := m.get("BenchmarkGRPCLoopback", "noop-p99-us@5k/s")
 		paced.Value, paced.Baseline = fmt.Sprintf("%.1f ms", p99/1e3), fmt.Sprintf("no-op %.1f ms", np99/1e3)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package identitysig
+
+const raceEnabled = false
