@@ -1,40 +1,31 @@
 package bridge
 
 import (
-	"context"
 	"log/slog"
 )
 
-// A bridge close to --max-sessions asks to stop receiving new connections
-// by failing /readyz, which takes its Pod out of the Service's endpoints
-// while every open session carries on (docs/bridge.md#full).
+// The full mark (--unready-at, docs/bridge.md#full) tells operators that a
+// bridge is close to --max-sessions: wirekube_bridge_full turns 1 and the
+// change is logged. It does not touch /readyz.
 //
-// Why readiness: a Service picks endpoints at random, so the agents of a
-// drained replica land on the others in equal shares whatever those hold.
-// In a rolling update the replica drained second takes a third of the
-// first one's agents and then gives its own to the other replicas, so the
-// last old replica peaks near 1.8 times the mean. An agent refused 503
-// at_capacity doubles its backoff (1, 2, 4 ... 30 s) and has the same
-// chance to land there again. Left out of the endpoints, the full replica
-// gets no dial to refuse.
+// Why not readiness: "full" is a healthy state, and readiness is read by
+// things that act on ill health. A PodDisruptionBudget counts a NotReady
+// Pod as disrupted (with the chart's unhealthyPodEvictionPolicy:
+// AlwaysAllow the fullest replica becomes the one a drain may always evict,
+// and every healthy one is blocked), and a load balancer that targets Pod
+// IPs and health-checks /readyz (AWS target type ip, GKE NEG) deregisters
+// the target and cuts its open connections after the deregistration delay.
+// /readyz therefore reports health only: draining, revocation stream out of
+// sync, raw relay unreachable. A bridge past its mark keeps admitting up to
+// --max-sessions and refuses beyond it with 503 at_capacity.
 //
-// The mark is --unready-at percent of --max-sessions. /readyz fails from
-// the mark and passes again once the sessions are one percent of
-// --max-sessions below it (at least one session), so a replica near the
-// mark does not flap at every probe. Upgrades that still arrive (the
-// kubelet's probe period and failure threshold, then endpoint propagation)
-// are admitted up to --max-sessions: the gap between the mark and the cap
-// is the headroom for that lag.
-//
-// With --drain-peers, a full replica stays ready while the name resolves
-// to no other ready replica: the only replica left (or the last of a set
-// all full) stays an endpoint and refuses at --max-sessions with 503
-// at_capacity, instead of leaving the Service with none. Without it the
-// replica fails /readyz at the mark whatever the others hold.
+// The mark is --unready-at percent of --max-sessions; the gauge falls back
+// to 0 once the sessions are one percent of --max-sessions below it (at
+// least one session), so a bridge near the mark does not flap.
 
-// FullMarks returns the session counts at which /readyz starts failing
-// (hi) and passes again (lo) for --max-sessions and --unready-at; ok is
-// false when percent is 0 (off).
+// FullMarks returns the session counts at which the full mark is reached
+// (hi) and left again (lo) for --max-sessions and --unready-at; ok is false
+// when percent is 0 (off).
 func FullMarks(maxSessions, percent int) (hi, lo int, ok bool) {
 	if percent <= 0 {
 		return 0, 0, false
@@ -44,26 +35,22 @@ func FullMarks(maxSessions, percent int) (hi, lo int, ok bool) {
 	return hi, lo, true
 }
 
-// fullUnready reports whether /readyz fails because the bridge is full,
-// moving the hysteresis and logging each change.
-func (s *Server) fullUnready(ctx context.Context) bool {
+// observeFull moves the full mark's hysteresis, sets wirekube_bridge_full
+// and logs each change. It is called on every /readyz and never fails it.
+func (s *Server) observeFull() {
 	hi, lo, ok := FullMarks(s.cfg.MaxSessions, s.cfg.UnreadyAt)
 	if !ok {
-		return false
+		return
 	}
 	s.mu.Lock()
 	n := s.slots
 	s.mu.Unlock()
 	want := n >= hi || (s.full.Load() && n > lo)
-	if want && s.cfg.DrainPeers != "" && s.otherReplicas(ctx) == 0 {
-		want = false // the only ready replica: stay an endpoint
-	}
 	if s.full.Swap(want) != want { // each change is logged once
 		s.metrics.full.Set(boolGauge(want))
-		s.log.Info("full mark", slog.Bool("unready", want), slog.Int("sessions", n),
-			slog.Int("unready_at", hi), slog.Int("ready_below", lo), slog.Int("max_sessions", s.cfg.MaxSessions))
+		s.log.Info("full mark", slog.Bool("full", want), slog.Int("sessions", n),
+			slog.Int("full_at", hi), slog.Int("clear_below", lo), slog.Int("max_sessions", s.cfg.MaxSessions))
 	}
-	return want
 }
 
 func boolGauge(b bool) float64 {

@@ -72,7 +72,7 @@ type metrics struct {
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
 	drainPending    prometheus.Gauge // sessions a drain has yet to close
-	full            prometheus.Gauge // 1 while /readyz fails at --unready-at
+	full            prometheus.Gauge // 1 past the --unready-at mark
 	recoveryMetrics
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
@@ -104,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		drainPending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_pending_sessions",
 			Help: "Sessions the drain in progress has yet to close (0 when not draining); paced by --drain-rate."}),
 		full: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "full",
-			Help: "1 while /readyz fails because the sessions reached --unready-at percent of --max-sessions (fullready.go)."}),
+			Help: "1 while the sessions are past --unready-at percent of --max-sessions (fullready.go); /readyz is not affected."}),
 	}
 	messages := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "messages_total",
 		Help: "Binary WebSocket messages by direction."}, []string{"direction"})

@@ -59,10 +59,10 @@ type Options struct {
 	// MaxSessions caps concurrent sessions; beyond it upgrades get 503
 	// at_capacity. Default 20000.
 	MaxSessions int
-	// UnreadyAt is the percent of MaxSessions from which /readyz fails, so
-	// that the Service sends new connections to the other replicas
-	// (fullready.go); it passes again one percent of MaxSessions lower.
-	// With DrainPeers, only while another replica is ready. Default 0: off.
+	// UnreadyAt is the percent of MaxSessions from which the bridge reports
+	// itself full (wirekube_bridge_full, a log line); it clears one percent
+	// of MaxSessions lower. It never fails /readyz (fullready.go); the flag
+	// keeps its name so existing manifests still parse. Default 0: off.
 	UnreadyAt int
 	// DrainTimeout bounds the drain on shutdown; sessions are closed with
 	// 1001 spread over it. Default 30s.
@@ -157,7 +157,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PingInterval, "ping-interval", o.PingInterval, "WebSocket ping period; a client silent for 3 to 3.25 periods is closed")
 	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "deadline of every write to the client or the relay")
 	fs.IntVar(&o.MaxSessions, "max-sessions", o.MaxSessions, "maximum concurrent sessions (503 at_capacity beyond)")
-	fs.IntVar(&o.UnreadyAt, "unready-at", o.UnreadyAt, "percent of --max-sessions from which /readyz fails (503 full) so the Service sends new connections elsewhere; it passes again 1 % lower; with --drain-peers only while another replica is ready; 0: off")
+	fs.IntVar(&o.UnreadyAt, "unready-at", o.UnreadyAt, "percent of --max-sessions from which the bridge reports itself full (metric wirekube_bridge_full, a log line); it clears 1 % lower; /readyz is not affected (full is healthy); 0: off")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "time to close open sessions on shutdown")
 	fs.StringVar(&o.DrainPeers, "drain-peers", o.DrainPeers, "DNS name of the ready replicas (headless Service); with it a drain keeps sessions open until another replica is ready; empty: spread the closes over half of --drain-timeout")
 	fs.Float64Var(&o.DrainRate, "drain-rate", o.DrainRate, "sessions a drain closes per second (0: spread over half of --drain-timeout)")

@@ -177,10 +177,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.revocationUnready(w) {
 		return
 	}
-	if s.fullUnready(r.Context()) {
-		http.Error(w, "full", http.StatusServiceUnavailable)
-		return
-	}
+	s.observeFull() // a gauge only: full is healthy (fullready.go)
 	if err := s.ready.check(r.Context()); err != nil {
 		http.Error(w, "relay unreachable", http.StatusServiceUnavailable)
 		return

@@ -296,7 +296,7 @@ func (r *Result) phaseRows(p PhaseResult, kill bool) []benchrow.Row {
 	}
 	hi, lo, _ := bridge.FullMarks(maxSessionsPerReplica, r.Config.UnreadyAt)
 	full := benchrow.Row{Figure: f.full, Value: fmt.Sprintf("%d times, %s out in all", p.FullRemovals, p.FullOut.Round(time.Second)),
-		Baseline: fmt.Sprintf("--unready-at=%d of --max-sessions=%d: out from %d sessions, back at %d", r.Config.UnreadyAt,
+		Baseline: fmt.Sprintf("--unready-at=%d of --max-sessions=%d: full from %d sessions, clear at %d; /readyz is not affected, so only ill health takes a replica out", r.Config.UnreadyAt,
 			maxSessionsPerReplica, hi, lo), Ratio: "-", Goal: "-", Met: "-"}
 	uncapped := benchrow.Row{Figure: f.uncapped,
 		Value:    fmt.Sprintf("%s, %s over %d of %d moves", round(p.UncappedP50), round(p.UncappedP99), p.Uncapped, p.Moves),
