@@ -129,7 +129,7 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // the request shape, the path and the origin passed. Every failure, including
 // an internal one, is a deny: fail closed. It records one metric sample and
 // one log line per call, and queues an Event for a refusal an operator must
-// act on (events.go; it never waits).
+// act on (internal/events; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
 	client := a.clientAddress(&req)

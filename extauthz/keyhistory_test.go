@@ -335,7 +335,7 @@ func moveKey(t *testing.T, env *env) {
 func TestKeyMovedRefusedAtCheck(t *testing.T) {
 	env := newEnv(t, nil)
 	e := newEventsEnv(t, env.in)
-	env.authz.events = e.ev
+	env.authz.events = peerEvents{e.ev}
 	moveKey(t, env)
 	tok := env.tokens()["agent-pod"]
 	resp, err := env.srv.Check(context.Background(), relayCheck(tok, nil))

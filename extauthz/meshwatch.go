@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -64,7 +65,7 @@ type MeshWatch struct {
 // NewMeshWatch builds the watch over meshes (dyn.Resource(MeshGVR)) and
 // registers its metrics on reg. events nil records no Event; clk nil is
 // the real clock.
-func NewMeshWatch(meshes dynamic.ResourceInterface, expected *url.URL, events *PeerEvents, reg prometheus.Registerer,
+func NewMeshWatch(meshes dynamic.ResourceInterface, expected *url.URL, rec *events.Recorder, reg prometheus.Registerer,
 	log *slog.Logger, clk clock.PassiveClock) (*MeshWatch, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -89,8 +90,8 @@ func NewMeshWatch(meshes dynamic.ResourceInterface, expected *url.URL, events *P
 			return nil, fmt.Errorf("mesh watch metrics: %w", err)
 		}
 	}
-	if events != nil {
-		w.events = newMeshEvents(events)
+	if rec != nil {
+		w.events = newMeshEvents(rec)
 	}
 	if err := w.newInformer(meshes); err != nil {
 		return nil, err
@@ -216,10 +217,10 @@ func (w *MeshWatch) readFailed(err error) {
 }
 
 // meshWatch is the watch of --mesh-watch, nil when off or without a
-// client; its Events go through events (nil: none).
-func meshWatch(cfg *Config, c Clients, events *PeerEvents, reg prometheus.Registerer, log *slog.Logger) (*MeshWatch, error) {
+// client; its Events go through rec (nil: none).
+func meshWatch(cfg *Config, c Clients, rec *events.Recorder, reg prometheus.Registerer, log *slog.Logger) (*MeshWatch, error) {
 	if !cfg.meshWatch.enabled || c.Meshes == nil {
 		return nil, nil
 	}
-	return NewMeshWatch(c.Meshes, cfg.meshWatch.expected, events, reg, log, nil)
+	return NewMeshWatch(c.Meshes, cfg.meshWatch.expected, rec, reg, log, nil)
 }

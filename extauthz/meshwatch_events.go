@@ -7,27 +7,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // laneMesh is the lane of wirekube_extauthz_peer_events_total that carries
-// the mesh watch's Events: a queue, a spam filter (eventsBurst per mesh,
-// then one every eventsRefill) and a writer of its own, so a mesh rewritten
+// the mesh watch's Events: a queue, a spam filter (5 per mesh, then one
+// every 5 minutes, as every lane) and a writer of its own, so a mesh rewritten
 // in a loop spends no peer's Event budget.
 const laneMesh = "mesh"
 
-// meshEvents records Events on WireKubeMeshes through PeerEvents' machinery.
+// meshEvents records Events on WireKubeMeshes on a lane of the Events room.
 type meshEvents struct {
-	e    *PeerEvents
-	lane *eventLane
+	e    *events.Recorder
+	lane *events.Lane
 }
 
-func newMeshEvents(e *PeerEvents) *meshEvents {
-	return &meshEvents{e: e, lane: e.newLane(laneMesh, eventsQueueShare)}
+func newMeshEvents(e *events.Recorder) *meshEvents {
+	return &meshEvents{e: e, lane: e.NewLane(laneMesh, events.QueueShare)}
 }
 
 // run writes the queued Events until ctx is done.
-func (m *meshEvents) run(ctx context.Context) { m.e.runLane(ctx, m.lane) }
+func (m *meshEvents) run(ctx context.Context) { m.e.RunLane(ctx, m.lane) }
 
 // record queues the Event of a mesh's new judgement r (was: the target
 // before, "" at first sight), if it calls for one: a Warning when the
@@ -40,7 +41,7 @@ func (m *meshEvents) record(u *unstructured.Unstructured, was contract.MeshRelay
 	}
 	ref := corev1.ObjectReference{APIVersion: MeshGVR.GroupVersion().String(), Kind: MeshKind,
 		Name: u.GetName(), UID: u.GetUID()}
-	m.e.enqueue(m.lane, ref, string(r.Target), typ, msg)
+	m.e.Enqueue(m.lane, ref, string(r.Target), typ, msg)
 }
 
 // meshEventText is the Event's type and message ("": no Event): fixed

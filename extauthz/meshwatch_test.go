@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
@@ -64,9 +65,9 @@ func startMeshWatch(t *testing.T, objs ...*unstructured.Unstructured) *meshEnv {
 	}
 	log := slog.New(slog.NewJSONHandler(&e.logs, nil))
 	reg := prometheus.NewRegistry()
-	events, err := NewPeerEvents(e.kube.CoreV1(), eventRefs{}, reg, log, "gw-pod-1", nil)
+	rec, err := events.New(e.kube.CoreV1(), noEventObjects{}, reg, log, "gw-pod-1", nil)
 	must(t, err)
-	e.w, err = NewMeshWatch(peersNoWatchList{e.dyn.Resource(MeshGVR)}, testExpected(t), events, reg, log, nil)
+	e.w, err = NewMeshWatch(peersNoWatchList{e.dyn.Resource(MeshGVR)}, testExpected(t), rec, reg, log, nil)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

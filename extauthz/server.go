@@ -22,6 +22,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
@@ -48,7 +49,7 @@ type Clients struct {
 	Keys FetchFunc
 	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
 	// nil records none.
-	Events EventsClient
+	Events events.Client
 	// Admission reads the WireKubePeer admission policy and its binding
 	// (kubernetes.Interface.AdmissionregistrationV1()); nil: not watched.
 	Admission AdmissionClient
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
-	events, err := peerEvents(cfg, c, in, reg, log)
+	rec, err := eventRecorder(cfg, c, in, reg, log)
 	if err != nil {
 		return err
 	}
@@ -96,12 +97,12 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
-	meshes, err := meshWatch(cfg, c, events, reg, log)
+	meshes, err := meshWatch(cfg, c, rec, reg, log)
 	if err != nil {
 		return err
 	}
 	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys,
-		Events: events})
+		Events: rec})
 	if err != nil {
 		return err
 	}
@@ -144,8 +145,8 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 		g.Go(func() error { meshes.Run(gctx); return nil }) // reports only, as above
 	}
 	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
-	if events != nil {
-		g.Go(func() error { events.Run(gctx); return nil })
+	if rec != nil {
+		g.Go(func() error { rec.Run(gctx); return nil })
 	}
 	ready := func() bool { return in.HasSynced() && authz.KeysLoaded() }
 	g.Go(func() error {
@@ -182,14 +183,14 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	return g.Wait()
 }
 
-// peerEvents is the Event recorder of --peer-events, nil when off. Its
+// eventRecorder is the Event recorder of --peer-events, nil when off. Its
 // source.host is the Pod name (the hostname).
-func peerEvents(cfg *Config, c Clients, in *Informers, reg prometheus.Registerer, log *slog.Logger) (*PeerEvents, error) {
+func eventRecorder(cfg *Config, c Clients, in *Informers, reg prometheus.Registerer, log *slog.Logger) (*events.Recorder, error) {
 	if !cfg.peerEvents || c.Events == nil {
 		return nil, nil
 	}
 	host, _ := os.Hostname()
-	return NewPeerEvents(c.Events, in, reg, log, host, nil)
+	return events.New(c.Events, in, reg, log, host, nil)
 }
 
 type listeners struct {

@@ -1,4 +1,4 @@
-package extauthz
+package events
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const (
 	laneRefusal    = "refusal"    // Refused: an upgrade refused
 )
 
-// eventLane is one queue, spam filter and writer. One filter for both kinds
+// Lane is one queue, spam filter and writer. One filter for both kinds
 // would let the refusals of a peer (one every 5 minutes suffices after the
 // burst) spend the budget its revocation Event needs; one queue would let a
 // burst of refusals fill it. Each lane has eventsQueue slots and an
@@ -32,7 +32,7 @@ const (
 // Events of one object and reason waiting in its queue (share, 0 for none):
 // one peer's flood of one refusal cannot fill the queue another peer's
 // Event, or the same peer's Event of another reason, needs.
-type eventLane struct {
+type Lane struct {
 	name  string
 	queue chan *corev1.Event
 	corr  *record.EventCorrelator
@@ -43,11 +43,14 @@ type eventLane struct {
 	queued map[string]int // Events waiting per eventShareKey (share > 0)
 }
 
-func (e *PeerEvents) newLane(name string, share int) *eventLane {
+// NewLane adds a lane of its own to wirekube_extauthz_peer_events_total:
+// its queue, spam filter and share (0: none). Its Events are written by
+// RunLane, not by Run.
+func (e *Recorder) NewLane(name string, share int) *Lane {
 	for _, r := range []string{eventCreated, eventUpdated, eventRateLimited, eventDropped, eventShareFull, eventFailed} {
 		e.results.WithLabelValues(name, r)
 	}
-	return &eventLane{name: name, queue: make(chan *corev1.Event, eventsQueue), share: share,
+	return &Lane{name: name, queue: make(chan *corev1.Event, eventsQueue), share: share,
 		queued: map[string]int{},
 		corr: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
 			BurstSize: eventsBurst, QPS: float32(1 / eventsRefill.Seconds()), Clock: e.clock,
@@ -71,7 +74,7 @@ func eventShareKey(ev *corev1.Event) string {
 // enqueue queues ev unless its object and reason hold the lane's share, or
 // the queue is full; it never blocks. It returns the result to count, ""
 // when queued.
-func (l *eventLane) enqueue(ev *corev1.Event) string {
+func (l *Lane) enqueue(ev *corev1.Event) string {
 	key := ""
 	if l.share > 0 {
 		key = eventShareKey(ev)
@@ -93,7 +96,7 @@ func (l *eventLane) enqueue(ev *corev1.Event) string {
 }
 
 // dequeued gives ev's place in the share back once the writer took it.
-func (l *eventLane) dequeued(ev *corev1.Event) {
+func (l *Lane) dequeued(ev *corev1.Event) {
 	if l.share == 0 {
 		return
 	}
@@ -108,19 +111,19 @@ func (l *eventLane) dequeued(ev *corev1.Event) {
 // record queues an Event about peer's WireKubePeer on lane l, or about the
 // Node of that name when the peer does not exist; without either nothing is
 // recorded (there is nothing for kubectl describe to show it on).
-func (e *PeerEvents) record(l *eventLane, peer string, r contract.Reason, typ, msg string) {
+func (e *Recorder) record(l *Lane, peer string, r contract.Reason, typ, msg string) {
 	ref, ok := e.objects.PeerRef(peer)
 	if !ok {
 		if ref, ok = e.objects.NodeRef(peer); !ok {
 			return
 		}
 	}
-	e.enqueue(l, ref, string(r), typ, msg)
+	e.Enqueue(l, ref, string(r), typ, msg)
 }
 
-// enqueue queues an Event about ref on lane l (dropped and counted when
-// the lane's queue is full).
-func (e *PeerEvents) enqueue(l *eventLane, ref corev1.ObjectReference, reason, typ, msg string) {
+// Enqueue queues an Event about ref on lane l (dropped and counted when
+// the lane's queue is full); it never blocks.
+func (e *Recorder) Enqueue(l *Lane, ref corev1.ObjectReference, reason, typ, msg string) {
 	now := metav1.NewTime(e.clock.Now())
 	ev := &corev1.Event{
 		// The lane and its sequence number in the name: Events about one
@@ -139,15 +142,16 @@ func (e *PeerEvents) enqueue(l *eventLane, ref corev1.ObjectReference, reason, t
 
 // Run writes the queued Events of both lanes, one writer each, until ctx
 // is done; it returns when both writers have.
-func (e *PeerEvents) Run(ctx context.Context) {
+func (e *Recorder) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, l := range []*eventLane{e.revocations, e.refusals} {
-		wg.Go(func() { e.runLane(ctx, l) })
+	for _, l := range []*Lane{e.revocations, e.refusals} {
+		wg.Go(func() { e.RunLane(ctx, l) })
 	}
 	wg.Wait()
 }
 
-func (e *PeerEvents) runLane(ctx context.Context, l *eventLane) {
+// RunLane writes the queued Events of l until ctx is done.
+func (e *Recorder) RunLane(ctx context.Context, l *Lane) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -160,7 +164,7 @@ func (e *PeerEvents) runLane(ctx context.Context, l *eventLane) {
 
 // write passes ev through the lane's correlator and writes what it says: a
 // new Event, a count patch of the one already written, or nothing.
-func (e *PeerEvents) write(ctx context.Context, l *eventLane, ev *corev1.Event) {
+func (e *Recorder) write(ctx context.Context, l *Lane, ev *corev1.Event) {
 	l.dequeued(ev)
 	res, err := l.corr.EventCorrelate(ev)
 	if err == nil && res.Skip {
@@ -192,7 +196,7 @@ func (e *PeerEvents) write(ctx context.Context, l *eventLane, ev *corev1.Event) 
 
 // send creates the Event, or patches the count of the one the correlator
 // already knows (creating it if it is gone).
-func (e *PeerEvents) send(ctx context.Context, res *record.EventCorrelateResult) (*corev1.Event, string, error) {
+func (e *Recorder) send(ctx context.Context, res *record.EventCorrelateResult) (*corev1.Event, string, error) {
 	events := e.client.Events(res.Event.Namespace)
 	if res.Event.Count > 1 {
 		out, err := events.Patch(ctx, res.Event.Name, types.StrategicMergePatchType, res.Patch, metav1.PatchOptions{})
@@ -210,4 +214,22 @@ func (e *PeerEvents) send(ctx context.Context, res *record.EventCorrelateResult)
 		return nil, eventFailed, err
 	}
 	return out, eventCreated, nil
+}
+
+// WriteQueued writes, in the caller's goroutine, every Event already queued
+// on the refusal lane, then on the revocation lane (the order least kind to
+// the latter), calling after once after each write. Run's writers do this
+// work in a running extauthz; a test with a fake clock steps it in after.
+func (e *Recorder) WriteQueued(ctx context.Context, after func()) {
+	for _, l := range []*Lane{e.refusals, e.revocations} {
+		for drained := false; !drained; {
+			select {
+			case ev := <-l.queue:
+				e.write(ctx, l, ev)
+				after()
+			default:
+				drained = true
+			}
+		}
+	}
 }

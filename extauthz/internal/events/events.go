@@ -1,4 +1,4 @@
-package extauthz
+package events
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// Kubernetes Events on the WireKubePeer (docs/extauthz.md#events):
+// Package events records Kubernetes Events on the WireKubePeer (docs/extauthz.md#events):
 // when extauthz revokes a live session, or refuses an upgrade for a reason
 // the operator must fix on the peer, `kubectl describe wkpeer NAME` shows it.
 //
@@ -40,12 +40,12 @@ const (
 	// eventsQueue bounds the Events waiting to be written; one more is
 	// dropped (result="dropped").
 	eventsQueue = 256
-	// eventsQueueShare bounds the refusal Events of one object and reason
+	// QueueShare bounds the refusal Events of one object and reason
 	// waiting in the queue; one more is not queued (result="share_full").
 	// One identity is refused for one reason at a time, about its own peer
 	// (and, for peer_key_moved, the peer that held the key first): filling
-	// the queue takes eventsQueue/eventsQueueShare (32) such pairs.
-	eventsQueueShare = 8
+	// the queue takes eventsQueue/QueueShare (32) such pairs.
+	QueueShare = 8
 	// eventsBurst Events per object and reason, then one every
 	// eventsRefill: the spam filter keys on source, object, type and reason
 	// (eventSpamKey), so every WireKubePeer (and Node) has a budget per
@@ -66,51 +66,51 @@ const (
 	eventFailed      = "failed"       // the API server refused or did not answer
 )
 
-// EventsClient writes Events (kubernetes.Interface.CoreV1() fits).
-type EventsClient = corev1client.EventsGetter
+// Client writes Events (kubernetes.Interface.CoreV1() fits).
+type Client = corev1client.EventsGetter
 
-// eventObjects resolves the objects Events are about: a WireKubePeer, or a
-// Node (for a peer that does not exist). Informers implements it.
-type eventObjects interface {
+// Objects resolves the objects Events are about: a WireKubePeer, or a
+// Node (for a peer that does not exist). extauthz's Informers implements it.
+type Objects interface {
 	PeerRef(name string) (corev1.ObjectReference, bool)
 	NodeRef(name string) (corev1.ObjectReference, bool)
 }
 
-// PeerEvents records Events on WireKubePeers. Revoked and Refused never
+// Recorder records Events on WireKubePeers. Revoked and Refused never
 // block and never fail; Run writes what they queued. Revocations and
 // refusals go through two lanes, each with its own queue, spam filter and
-// writer (events_lanes.go): no number of refusals, which a client can
+// writer (lanes.go): no number of refusals, which a client can
 // provoke, delays, drops or rate-limits the Event of a revocation, which only
 // an object change causes. Safe for concurrent use.
-type PeerEvents struct {
-	client      EventsClient
-	objects     eventObjects
+type Recorder struct {
+	client      Client
+	objects     Objects
 	clock       clock.PassiveClock
 	source      corev1.EventSource
 	results     *prometheus.CounterVec
 	log         *slog.Logger
-	revocations *eventLane
-	refusals    *eventLane
+	revocations *Lane
+	refusals    *Lane
 	failing     atomic.Bool // a failure was logged and no write of either lane succeeded since
 }
 
-// NewPeerEvents builds the recorder; host is source.host (the Pod name), clk
-// nil means the real clock.
-func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Registerer, log *slog.Logger,
-	host string, clk clock.PassiveClock) (*PeerEvents, error) {
+// New builds the recorder; host is source.host (the Pod name), clk nil
+// means the real clock.
+func New(client Client, objects Objects, reg prometheus.Registerer, log *slog.Logger,
+	host string, clk clock.PassiveClock) (*Recorder, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	e := &PeerEvents{client: client, objects: objects, clock: clk,
+	e := &Recorder{client: client, objects: objects, clock: clk,
 		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: metricsNamespace, Name: "peer_events_total",
+			Namespace: "wirekube_extauthz", Name: "peer_events_total",
 			Help: "Kubernetes Events on WireKubePeers and WireKubeMeshes by lane (revocation|refusal|mesh) and result " +
 				"(created|updated|rate_limited|dropped|share_full|failed).",
 		}, []string{"lane", "result"}),
 	}
 	// Only an object change causes a revocation: that lane needs no share.
-	e.revocations, e.refusals = e.newLane(laneRevocation, 0), e.newLane(laneRefusal, eventsQueueShare)
+	e.revocations, e.refusals = e.NewLane(laneRevocation, 0), e.NewLane(laneRefusal, QueueShare)
 	if err := reg.Register(e.results); err != nil {
 		return nil, fmt.Errorf("events metrics: %w", err)
 	}
@@ -118,29 +118,50 @@ func NewPeerEvents(client EventsClient, objects eventObjects, reg prometheus.Reg
 }
 
 // Revoked records that extauthz closed a live session of peer for r.
-func (e *PeerEvents) Revoked(peer string, r contract.Reason) {
+func (e *Recorder) Revoked(peer string, r contract.Reason) {
 	if e == nil || peer == "" {
 		return
 	}
 	e.record(e.revocations, peer, r, revokedType(r), "relay session revoked: "+reasonText(r))
 }
 
+// Refusal is what the Events need of a refused upgrade.
+type Refusal struct {
+	// Reason is the deny code ("" on allow: nothing is recorded).
+	Reason contract.Reason
+	// Peer is the bound WireKubePeer; KeyFingerprint its key's short
+	// fingerprint.
+	Peer           string
+	KeyFingerprint string
+	// FirstHolder owns the key of a peer_key_moved refusal: its
+	// WireKubePeer (or Node) gets the Event too.
+	FirstHolder string
+	// ClaimedNode is the node the signature-verified claims of a refused
+	// token name; TokenExpired reports the token was refused for its exp.
+	ClaimedNode  string
+	TokenExpired bool
+	// Admissible: the verified claims name an identity some rule could
+	// admit (the prefilter's answer). Only such a refusal may choose the
+	// object an Event is written on.
+	Admissible bool
+}
+
 // Refused records a refused upgrade whose reason the operator must act on
 // (refusalEvent, and an expired token naming a node: Event reason
 // token_expired); other denies record nothing.
-func (e *PeerEvents) Refused(d Decision) {
+func (e *Recorder) Refused(d Refusal) {
 	if e == nil {
 		return
 	}
-	if d.Reason == contract.ReasonTokenInvalid && d.Detail == verifyExpired && d.ClaimedNode != "" {
+	if d.Reason == contract.ReasonTokenInvalid && d.TokenExpired && d.ClaimedNode != "" {
 		// The cluster signed it for this node's agent, and it is past its
 		// exp: kubelet did not refresh the projected token, or the agent
 		// reads a stale file. The node is from signature-verified claims,
 		// but anyone who may create a token of some ServiceAccount can
 		// have one signed naming any node: only a token of an identity a
-		// rule could admit (d.admissible, the prefilter's answer) chooses
-		// the object, else a stranger would write Events on every peer.
-		if !d.admissible {
+		// rule could admit (d.Admissible) chooses the object, else a
+		// stranger would write Events on every peer.
+		if !d.Admissible {
 			return
 		}
 		e.record(e.refusals, d.ClaimedNode, contract.CloseTokenExpired, corev1.EventTypeWarning,
@@ -155,11 +176,11 @@ func (e *PeerEvents) Refused(d Decision) {
 		msg += " (key " + d.KeyFingerprint + ")"
 	}
 	e.record(e.refusals, d.Peer, d.Reason, corev1.EventTypeWarning, msg)
-	if d.Reason == contract.ReasonPeerKeyMoved && d.firstHolder != "" {
+	if d.Reason == contract.ReasonPeerKeyMoved && d.FirstHolder != "" {
 		// The owner of the key: its node should know that another
 		// WireKubePeer now carries it. The refused peer is named: the
 		// Event is about it, not against the owner.
-		e.record(e.refusals, d.firstHolder, d.Reason, corev1.EventTypeWarning,
+		e.record(e.refusals, d.FirstHolder, d.Reason, corev1.EventTypeWarning,
 			"relay upgrade of WireKubePeer "+d.Peer+" refused: it holds a key published first here (peer_key_moved) (key "+
 				d.KeyFingerprint+")")
 	}

@@ -1,8 +1,7 @@
-package extauthz
+package events
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,11 +23,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/revocation"
-	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
-// eventRefs is a fixed eventObjects: WireKubePeers node-a and node-c, Node
+// eventRefs is a fixed Objects: WireKubePeers node-a and node-c, Node
 // node-x (which has no WireKubePeer).
 type eventRefs struct{}
 
@@ -47,17 +45,17 @@ func (eventRefs) NodeRef(name string) (corev1.ObjectReference, bool) {
 }
 
 type eventsEnv struct {
-	ev     *PeerEvents
+	ev     *Recorder
 	client *fake.Clientset
 	clock  *clocktesting.FakeClock
 	logs   *bytes.Buffer
 }
 
-func newEventsEnv(t *testing.T, objects eventObjects) *eventsEnv {
+func newEventsEnv(t *testing.T, objects Objects) *eventsEnv {
 	t.Helper()
 	e := &eventsEnv{client: fake.NewClientset(), clock: clocktesting.NewFakeClock(time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)),
 		logs: &bytes.Buffer{}}
-	ev, err := NewPeerEvents(e.client.CoreV1(), objects, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(e.logs, nil)),
+	ev, err := New(e.client.CoreV1(), objects, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(e.logs, nil)),
 		"gw-pod-1", e.clock)
 	must(t, err)
 	e.ev = ev
@@ -69,22 +67,7 @@ func newEventsEnv(t *testing.T, objects eventObjects) *eventsEnv {
 // refusals first, then the revocations, the order least kind to the latter.
 func (e *eventsEnv) drain(t *testing.T) {
 	t.Helper()
-	for _, l := range []*eventLane{e.ev.refusals, e.ev.revocations} {
-		e.drainLane(t, l)
-	}
-}
-
-func (e *eventsEnv) drainLane(t *testing.T, l *eventLane) {
-	t.Helper()
-	for {
-		select {
-		case ev := <-l.queue:
-			e.ev.write(t.Context(), l, ev)
-			e.clock.Step(time.Millisecond)
-		default:
-			return
-		}
-	}
+	e.ev.WriteQueued(t.Context(), func() { e.clock.Step(time.Millisecond) })
 }
 
 func (e *eventsEnv) events(t *testing.T) []corev1.Event {
@@ -109,44 +92,44 @@ func TestPeerEventsWritten(t *testing.T) {
 	peerA := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-a", UID: "uid-peer-node-a"}
 	for _, tc := range []struct {
 		name   string
-		record func(*PeerEvents)
+		record func(*Recorder)
 		want   *corev1.Event // nil: none
 	}{
-		{"revoked, key changed", func(e *PeerEvents) { e.Revoked("node-a", contract.ClosePeerKeyChanged) },
+		{"revoked, key changed", func(e *Recorder) { e.Revoked("node-a", contract.ClosePeerKeyChanged) },
 			&corev1.Event{InvolvedObject: peerA, Reason: "peer_key_changed", Type: "Warning",
 				Message: "relay session revoked: spec.publicKey changed (peer_key_changed)"}},
-		{"revoked, agent Pod gone", func(e *PeerEvents) { e.Revoked("node-a", contract.ReasonPodNotFound) },
+		{"revoked, agent Pod gone", func(e *Recorder) { e.Revoked("node-a", contract.ReasonPodNotFound) },
 			&corev1.Event{InvolvedObject: peerA, Reason: "pod_not_found", Type: "Normal",
 				Message: "relay session revoked: the agent Pod is gone (pod_not_found)"}},
-		{"refused, duplicate key", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		{"refused, duplicate key", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
 		}, &corev1.Event{InvolvedObject: peerA, Reason: "peer_key_duplicate", Type: "Warning",
 			Message: "relay upgrade refused: spec.publicKey is also the key of another WireKubePeer (peer_key_duplicate) (key 8c0cc17a)"}},
-		{"refused, key held by another binding", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonKeyHeldByOtherBinding, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		{"refused, key held by another binding", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonKeyHeldByOtherBinding, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
 		}, &corev1.Event{InvolvedObject: peerA, Reason: "key_held_by_other_binding", Type: "Warning",
 			Message: "relay upgrade refused: a live session of another identity, Pod or Node holds this peer's key (key_held_by_other_binding) (key 8c0cc17a)"}},
-		{"refused, no WireKubePeer: on the Node", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
+		{"refused, no WireKubePeer: on the Node", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
 		}, &corev1.Event{InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-x", UID: "uid-node-x"},
 			Reason: "peer_not_found", Type: "Warning", Message: "relay upgrade refused: no WireKubePeer of this name (peer_not_found)"}},
-		{"refused, neither WireKubePeer nor Node", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-q"})
+		{"refused, neither WireKubePeer nor Node", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonPeerNotFound, Peer: "node-q"})
 		}, nil},
-		{"refused, expired token of node-a's agent", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a", admissible: true})
+		{"refused, expired token of node-a's agent", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonTokenInvalid, TokenExpired: true, ClaimedNode: "node-a", Admissible: true})
 		}, &corev1.Event{InvolvedObject: peerA, Reason: "token_expired", Type: "Warning",
 			Message: "relay upgrade refused: the agent's token has expired and was not refreshed (token_invalid, expired)"}},
-		{"refused, expired token of an identity no rule admits, naming node-a", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "expired", ClaimedNode: "node-a"})
+		{"refused, expired token of an identity no rule admits, naming node-a", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonTokenInvalid, TokenExpired: true, ClaimedNode: "node-a"})
 		}, nil},
-		{"refused, bad signature naming a node: not the peer's business", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: "signature", ClaimedNode: "node-a", admissible: true})
+		{"refused, bad signature naming a node: not the peer's business", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonTokenInvalid, ClaimedNode: "node-a", Admissible: true})
 		}, nil},
-		{"refused, bad token: not the peer's business", func(e *PeerEvents) {
-			e.Refused(Decision{Reason: contract.ReasonTokenInvalid, Peer: "node-a"})
+		{"refused, bad token: not the peer's business", func(e *Recorder) {
+			e.Refused(Refusal{Reason: contract.ReasonTokenInvalid, Peer: "node-a"})
 		}, nil},
-		{"allowed", func(e *PeerEvents) { e.Refused(Decision{Peer: "node-a"}) }, nil},
+		{"allowed", func(e *Recorder) { e.Refused(Refusal{Peer: "node-a"}) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEventsEnv(t, eventRefs{})
@@ -178,8 +161,8 @@ func TestPeerEventsWritten(t *testing.T) {
 // first peer's budget has one more write, which carries the whole count.
 func TestPeerEventsRateLimitedPerObject(t *testing.T) {
 	e := newEventsEnv(t, eventRefs{})
-	dup := func(peer string) Decision {
-		return Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: "8c0cc17a"}
+	dup := func(peer string) Refusal {
+		return Refusal{Reason: contract.ReasonPeerKeyDuplicate, Peer: peer, KeyFingerprint: "8c0cc17a"}
 	}
 	for range 20 {
 		e.ev.Refused(dup("node-a"))
@@ -246,7 +229,7 @@ func TestPeerEventsForbiddenLogsOnce(t *testing.T) {
 	})
 	e.ev.Revoked("node-a", contract.ClosePeerKeyChanged)
 	e.ev.Revoked("node-c", contract.ClosePeerKeyChanged)
-	e.ev.Refused(Decision{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
+	e.ev.Refused(Refusal{Reason: contract.ReasonPeerNotFound, Peer: "node-x"})
 	e.drain(t)
 	const line = "cannot write Kubernetes Events"
 	if n := strings.Count(e.logs.String(), line); n != 1 || e.result("failed") != 3 {
@@ -266,89 +249,11 @@ func TestPeerEventsForbiddenLogsOnce(t *testing.T) {
 	}
 }
 
-// TestCheckRecordsRefusalEvent goes through a check: a WireKubePeer whose key
-// another peer holds is refused, and the Event lands on that WireKubePeer
-// (the informer's UID), with the key's fingerprint and never the key.
-func TestCheckRecordsRefusalEvent(t *testing.T) {
-	env := newEnv(t, nil)
-	e := newEventsEnv(t, env.in)
-	authz, err := NewAuthorizer(env.authz.cfg, Deps{Reviews: env.client.AuthenticationV1(), Objects: env.in,
-		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Now: env.clock.Now, Keys: env.disc.fetch,
-		Events: e.ev})
-	must(t, err)
-	must(t, authz.keys.refresh(t.Context(), "periodic"))
-	resp, err := (&CheckServer{Authorizer: authz}).Check(context.Background(), relayCheck(env.tokens()["peer-dup-key"], nil))
-	must(t, err)
-	assertDenied(t, resp, contract.ReasonPeerKeyDuplicate)
-	e.drain(t)
-	got := e.events(t)
-	want := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-m", UID: "uid-peer-node-m"}
-	if len(got) != 1 || got[0].InvolvedObject != want || got[0].Reason != "peer_key_duplicate" {
-		t.Fatalf("Events %+v, want one peer_key_duplicate on %+v", got, want)
-	}
-	if !strings.Contains(got[0].Message, "8c0cc17a") || strings.Contains(got[0].Message, dupKeyB64) {
-		t.Fatalf("message %q: want the fingerprint 8c0cc17a, never the key", got[0].Message)
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
-// TestRevocationRecordsEvent goes through the hub: a live session's
-// WireKubePeer key rotates, the hub revokes the session, and the Event lands
-// on that WireKubePeer; a binding added after its Pod is gone is revoked at
-// once and recorded too.
-func TestRevocationRecordsEvent(t *testing.T) {
-	env := newEnv(t, nil)
-	e := newEventsEnv(t, env.in)
-	env.authz.events = e.ev
-	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	must(t, err)
-	st := newRevocationStream()
-	if added, _ := st.add(1, peerSABinding(), 10); !added {
-		t.Fatal("binding not added")
-	}
-	_, err = env.dyn.Resource(PeerGVR).Update(t.Context(), peerObject("node-b", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="), metav1.UpdateOptions{})
-	must(t, err)
-	testutil.Eventually(t, "node-b's new key in the cache", func() bool {
-		k, _ := env.in.PeerKey("node-b")
-		return k == "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
-	})
-	st.markDirty(objectKey(kindPeer, "", "node-b"), time.Now())
-	must(t, env.client.CoreV1().Pods("wirekube-system").Delete(t.Context(), "agent-a", metav1.DeleteOptions{}))
-	testutil.Eventually(t, "agent-a gone from the cache", func() bool { _, ok := env.in.Pod("wirekube-system", "agent-a"); return !ok })
-	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: podBinding().Format()})
-	if out := hub.judge(st); len(out) != 2 {
-		t.Fatalf("revocations %+v, want 2", out)
-	}
-	e.drain(t)
-	got := map[string]string{}
-	for _, ev := range e.events(t) {
-		got[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name+"/"+string(ev.InvolvedObject.UID)] = ev.Reason + " " + ev.Type
-	}
-	want := map[string]string{
-		"WireKubePeer/node-b/uid-peer-node-b": "peer_key_changed Warning",
-		"WireKubePeer/node-a/uid-peer-node-a": "pod_not_found Normal",
-	}
-	if len(got) != len(want) || got["WireKubePeer/node-b/uid-peer-node-b"] != want["WireKubePeer/node-b/uid-peer-node-b"] ||
-		got["WireKubePeer/node-a/uid-peer-node-a"] != want["WireKubePeer/node-a/uid-peer-node-a"] {
-		t.Fatalf("Events %v, want %v", got, want)
-	}
-}
-
-// TestCheckRecordsExpiredTokenEvent goes through a check: node-a's agent
-// presents its Pod-bound token after exp; the Event token_expired lands on
-// WireKubePeer node-a, the node of the token's verified claims.
-func TestCheckRecordsExpiredTokenEvent(t *testing.T) {
-	env := newEnv(t, nil)
-	e := newEventsEnv(t, env.in)
-	env.authz.events = e.ev
-	spec := agentSpec(env)
-	spec.exp = env.clock.Now().Add(-time.Second)
-	resp, err := env.srv.Check(context.Background(), relayCheck(spec.sign(), nil))
-	must(t, err)
-	assertDenied(t, resp, contract.ReasonTokenInvalid)
-	e.drain(t)
-	got := e.events(t)
-	want := corev1.ObjectReference{APIVersion: "wirekube.io/v1alpha1", Kind: "WireKubePeer", Name: "node-a", UID: "uid-peer-node-a"}
-	if len(got) != 1 || got[0].InvolvedObject != want || got[0].Reason != "token_expired" {
-		t.Fatalf("Events %+v, want one token_expired on %+v", got, want)
-	}
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,43 +1,10 @@
-package extauthz
+package events
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 )
-
-// TestCheckStrangerExpiredTokenRecordsNoEvent goes through a check: an
-// expired token of a ServiceAccount no rule admits (default/stranger: a
-// namespace editor can mint one), Node-bound to node-a, is refused 401
-// token_invalid as any expired token, and writes no Event on node-a's
-// WireKubePeer; the same expired token of node-a's agent still does.
-func TestCheckStrangerExpiredTokenRecordsNoEvent(t *testing.T) {
-	env := newEnv(t, nil)
-	e := newEventsEnv(t, env.in)
-	env.authz.events = e.ev
-	stranger := tokenSpec{aud: []string{contract.DefaultAudience}, exp: env.clock.Now().Add(-time.Second),
-		ns: "default", sa: "stranger", saUID: "uid-sa-stranger", node: &ref{"node-a", nodeAUID}}
-	for range 10 {
-		resp, err := env.srv.Check(context.Background(), relayCheck(stranger.sign(), nil))
-		must(t, err)
-		assertDenied(t, resp, contract.ReasonTokenInvalid)
-	}
-	e.drain(t)
-	if got := e.events(t); len(got) != 0 {
-		t.Fatalf("Events after 10 expired stranger tokens naming node-a: %+v, want none", got)
-	}
-	agent := agentSpec(env)
-	agent.exp = env.clock.Now().Add(-time.Second)
-	resp, err := env.srv.Check(context.Background(), relayCheck(agent.sign(), nil))
-	must(t, err)
-	assertDenied(t, resp, contract.ReasonTokenInvalid)
-	e.drain(t)
-	if got := e.events(t); len(got) != 1 || got[0].Reason != "token_expired" || got[0].InvolvedObject.Name != "node-a" {
-		t.Fatalf("Events after node-a's agent's expired token: %+v, want one token_expired on node-a", got)
-	}
-}
 
 // TestRevocationEventSurvivesRefusalFlood: 300 refusals of node-a, none
 // written yet (beyond the 8 of node-a's share of the refusal queue, none
@@ -46,7 +13,7 @@ func TestCheckStrangerExpiredTokenRecordsNoEvent(t *testing.T) {
 // of node-a long spent).
 func TestRevocationEventSurvivesRefusalFlood(t *testing.T) {
 	e := newEventsEnv(t, eventRefs{})
-	expired := Decision{Reason: contract.ReasonTokenInvalid, Detail: verifyExpired, ClaimedNode: "node-a", admissible: true}
+	expired := Refusal{Reason: contract.ReasonTokenInvalid, TokenExpired: true, ClaimedNode: "node-a", Admissible: true}
 	for range 300 {
 		e.ev.Refused(expired)
 	}
@@ -76,10 +43,10 @@ func TestRevocationEventSurvivesRefusalFlood(t *testing.T) {
 func TestRefusalBudgetPerReason(t *testing.T) {
 	e := newEventsEnv(t, eventRefs{})
 	for range 20 {
-		e.ev.Refused(Decision{Reason: contract.ReasonPeerKeyMoved, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		e.ev.Refused(Refusal{Reason: contract.ReasonPeerKeyMoved, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
 		e.drain(t)
 	}
-	e.ev.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: verifyExpired, ClaimedNode: "node-a", admissible: true})
+	e.ev.Refused(Refusal{Reason: contract.ReasonTokenInvalid, TokenExpired: true, ClaimedNode: "node-a", Admissible: true})
 	e.drain(t)
 	counts := map[string]int32{}
 	for _, ev := range e.events(t) {
@@ -97,10 +64,10 @@ func TestRefusalBudgetPerReason(t *testing.T) {
 func TestRefusalQueueSharePerObjectAndReason(t *testing.T) {
 	e := newEventsEnv(t, eventRefs{})
 	for range 300 {
-		e.ev.Refused(Decision{Reason: contract.ReasonPeerKeyMoved, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
+		e.ev.Refused(Refusal{Reason: contract.ReasonPeerKeyMoved, Peer: "node-a", KeyFingerprint: "8c0cc17a"})
 	}
-	e.ev.Refused(Decision{Reason: contract.ReasonTokenInvalid, Detail: verifyExpired, ClaimedNode: "node-a", admissible: true})
-	e.ev.Refused(Decision{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-c", KeyFingerprint: "8c0cc17a"})
+	e.ev.Refused(Refusal{Reason: contract.ReasonTokenInvalid, TokenExpired: true, ClaimedNode: "node-a", Admissible: true})
+	e.ev.Refused(Refusal{Reason: contract.ReasonPeerKeyDuplicate, Peer: "node-c", KeyFingerprint: "8c0cc17a"})
 	if got := e.laneResult(laneRefusal, eventDropped) + e.laneResult(laneRefusal, eventShareFull); got != 300-8 {
 		t.Fatalf("refusals not queued %v, want %d (node-a's peer_key_moved beyond its 8)", got, 300-8)
 	}
