@@ -15,6 +15,7 @@ import (
 	admissionv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -83,7 +84,7 @@ func NewPeerAdmissionWatch(c AdmissionClient, policy, binding string, reg promet
 func named[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), name string) cache.ListerWatcher {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	return listWatch(client, func(ctx context.Context, o metav1.ListOptions) (L, error) {
+	return kubewatch.ListWatch(client, func(ctx context.Context, o metav1.ListOptions) (L, error) {
 		o.FieldSelector = sel
 		return list(ctx, o)
 	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 )
 
@@ -49,7 +50,7 @@ type Config struct {
 	// The admission policy reported on (admissionoptions.go).
 	peerAdmission peerAdmissionConfig
 	// The WireKubeMesh watch (meshwatch_options.go).
-	meshWatch meshWatchConfig
+	meshWatch meshwatch.Config
 	// The identity header signature (signing.go).
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
@@ -95,7 +96,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
 		peerAdmission:    o.PeerAdmissionOptions.complete(),
-		meshWatch:        o.MeshWatchOptions.complete(),
+		meshWatch:        o.MeshWatchOptions.Complete(),
 		signing:          o.SigningOptions,
 		failureLimit:     o.FailureLimitOptions,
 	}

@@ -167,14 +167,3 @@ func TestCheckRecordsExpiredTokenEvent(t *testing.T) {
 		t.Fatalf("Events %+v, want one token_expired on %+v", got, want)
 	}
 }
-
-// noEventObjects resolves no WireKubePeer and no Node: the mesh watch's
-// Events name their object themselves.
-type noEventObjects struct{}
-
-func (noEventObjects) PeerRef(string) (corev1.ObjectReference, bool) {
-	return corev1.ObjectReference{}, false
-}
-func (noEventObjects) NodeRef(string) (corev1.ObjectReference, bool) {
-	return corev1.ObjectReference{}, false
-}

@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -58,18 +58,18 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	var err error
 	for _, ns := range cfg.watchedNamespaces {
 		pods, sas := core.Pods(ns), core.ServiceAccounts(ns)
-		if in.pods[ns], err = in.add(listWatch(core, pods.List, pods.Watch), &corev1.Pod{}); err != nil {
+		if in.pods[ns], err = in.add(kubewatch.ListWatch(core, pods.List, pods.Watch), &corev1.Pod{}); err != nil {
 			return nil, err
 		}
-		if in.sas[ns], err = in.add(listWatch(core, sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
+		if in.sas[ns], err = in.add(kubewatch.ListWatch(core, sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
 			return nil, err
 		}
 	}
 	nodes := core.Nodes()
-	if in.nodes, err = in.add(listWatch(core, nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
+	if in.nodes, err = in.add(kubewatch.ListWatch(core, nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
 		return nil, err
 	}
-	if in.peers, err = in.add(listWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
+	if in.peers, err = in.add(kubewatch.ListWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
 		return nil, err
 	}
 	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
@@ -98,29 +98,11 @@ func (in *Informers) add(lw cache.ListerWatcher, example runtime.Object) (cache.
 	return inf, nil
 }
 
-// listWatch adapts a typed client's List and Watch to a ListerWatcher. The
-// reflector streams the initial list as a watch (WatchList) unless client
-// says it cannot (client-go's fakes, wrapped by NewClients), as the informer
-// factories decide.
-func listWatch[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: watchFn,
-	}, client)
-}
-
-// coreNoWatchList and peersNoWatchList carry a clientset's "no WatchList"
-// marker over to the narrow clients derived from it.
+// coreNoWatchList carries a clientset's "no WatchList" marker over to the
+// narrow client derived from it (kubewatch.NoWatchList for the dynamic ones).
 type coreNoWatchList struct{ CoreClient }
 
 func (coreNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
-
-type peersNoWatchList struct{ dynamic.ResourceInterface }
-
-func (peersNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Start starts every informer; they stop when ctx is done. Shutdown waits
 // for their goroutines.

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -110,7 +111,7 @@ type Options struct {
 	PeerAdmissionOptions
 	// FailureLimitOptions: failed checks per client address (failurelimit.go).
 	FailureLimitOptions
-	// MeshWatchOptions: the WireKubeMesh watch (meshwatch_options.go).
+	// MeshWatchOptions: the WireKubeMesh watch (internal/meshwatch).
 	MeshWatchOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
@@ -150,7 +151,7 @@ func DefaultOptions() Options {
 		RevocationOptions:    DefaultRevocationOptions(),
 		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
 		FailureLimitOptions:  DefaultFailureLimitOptions(),
-		MeshWatchOptions:     DefaultMeshWatchOptions(),
+		MeshWatchOptions:     meshwatch.DefaultOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -298,3 +299,7 @@ func checkPath(flagName, v string) error {
 }
 
 var errNoIdentity = errors.New("no identity configured")
+
+// MeshWatchOptions are the flags of the WireKubeMesh watch
+// (--mesh-watch, --expected-relay-url).
+type MeshWatchOptions = meshwatch.Options

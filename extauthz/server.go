@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
@@ -72,8 +74,8 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 		c.Admission = admissionNoWatchList{c.Admission}
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
-		c.Peers = peersNoWatchList{c.Peers}
-		c.Meshes = peersNoWatchList{c.Meshes}
+		c.Peers = kubewatch.NoWatchList{ResourceInterface: c.Peers}
+		c.Meshes = kubewatch.NoWatchList{ResourceInterface: c.Meshes}
 	}
 	return c
 }
@@ -323,4 +325,16 @@ func waitUntil(ctx context.Context, cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// MeshGVR is the WireKubeMesh resource (cluster-scoped).
+var MeshGVR = meshwatch.GVR
+
+// meshWatch is the watch of --mesh-watch, nil when off or without a
+// client; its Events go through rec (nil: none).
+func meshWatch(cfg *Config, c Clients, rec *events.Recorder, reg prometheus.Registerer, log *slog.Logger) (*meshwatch.Watch, error) {
+	if !cfg.meshWatch.Enabled || c.Meshes == nil {
+		return nil, nil
+	}
+	return meshwatch.New(c.Meshes, cfg.meshWatch.Expected, rec, reg, log, nil)
 }

@@ -1,4 +1,4 @@
-package extauthz
+package meshwatch
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// The mesh watch (docs/extauthz.md#mesh-watch): WireKube's agent
+// Package meshwatch is the mesh watch (docs/extauthz.md#mesh-watch): WireKube's agent
 // ClusterRole lets every node update the WireKubeMesh, and the agent sends
 // its relay token to whatever URL spec.relay names. extauthz watches the
 // WireKubeMeshes and reports each one that sends the agents elsewhere than
@@ -29,11 +30,11 @@ import (
 // reports only: no check, no readiness depends on it, and nothing is
 // refused (an admission policy is what refuses such writes).
 
-// MeshGVR is the WireKubeMesh resource (cluster-scoped).
-var MeshGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubemeshes"}
+// GVR is the WireKubeMesh resource (cluster-scoped).
+var GVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubemeshes"}
 
-// MeshKind is the WireKubeMesh kind.
-const MeshKind = "WireKubeMesh"
+// Kind is the WireKubeMesh kind.
+const Kind = "WireKubeMesh"
 
 // Bounds of the mesh watch's log lines: a node that rewrites the mesh in a
 // loop writes one line per change, meshLogBurst of them, then one every
@@ -43,10 +44,10 @@ const (
 	meshLogEvery = 30 // seconds
 )
 
-// MeshWatch watches every WireKubeMesh and judges its relay settings
+// Watch watches every WireKubeMesh and judges its relay settings
 // against the expected URL (nil: none, wss:// is then wss_unverified).
 // Safe for concurrent use.
-type MeshWatch struct {
+type Watch struct {
 	expected *url.URL
 	inf      cache.SharedIndexInformer
 	targets  *prometheus.GaugeVec
@@ -62,15 +63,15 @@ type MeshWatch struct {
 	readErr    string                  // the last list/watch error, logged once per change
 }
 
-// NewMeshWatch builds the watch over meshes (dyn.Resource(MeshGVR)) and
+// New builds the watch over meshes (dyn.Resource(GVR)) and
 // registers its metrics on reg. events nil records no Event; clk nil is
 // the real clock.
-func NewMeshWatch(meshes dynamic.ResourceInterface, expected *url.URL, rec *events.Recorder, reg prometheus.Registerer,
-	log *slog.Logger, clk clock.PassiveClock) (*MeshWatch, error) {
+func New(meshes dynamic.ResourceInterface, expected *url.URL, rec *events.Recorder, reg prometheus.Registerer,
+	log *slog.Logger, clk clock.PassiveClock) (*Watch, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	w := &MeshWatch{expected: expected, log: log, seen: map[types.UID]meshRelay{},
+	w := &Watch{expected: expected, log: log, seen: map[types.UID]meshRelay{},
 		logs: flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(1.0/meshLogEvery, meshLogBurst, clk),
 		targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.MetricMeshRelayTargets,
 			Help: "WireKubeMeshes by where their relay settings send the agents (docs/extauthz.md#mesh-watch)."},
@@ -99,8 +100,8 @@ func NewMeshWatch(meshes dynamic.ResourceInterface, expected *url.URL, rec *even
 	return w, nil
 }
 
-func (w *MeshWatch) newInformer(meshes dynamic.ResourceInterface) error {
-	w.inf = cache.NewSharedIndexInformerWithOptions(listWatch(meshes, meshes.List, meshes.Watch),
+func (w *Watch) newInformer(meshes dynamic.ResourceInterface) error {
+	w.inf = cache.NewSharedIndexInformerWithOptions(kubewatch.ListWatch(meshes, meshes.List, meshes.Watch),
 		&unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 	if err := w.inf.SetTransform(slimMesh); err != nil {
 		return fmt.Errorf("mesh informer: %w", err)
@@ -125,7 +126,7 @@ func (w *MeshWatch) newInformer(meshes dynamic.ResourceInterface) error {
 
 // Run runs the informer (and the Event writer) until ctx is done and waits
 // for them.
-func (w *MeshWatch) Run(ctx context.Context) {
+func (w *Watch) Run(ctx context.Context) {
 	if w.expected == nil {
 		w.log.Warn("--expected-relay-url not set: WireKubeMeshes are checked for ws:// only; a wss:// URL is reported "+
 			"wss_unverified, whatever host it names", "target", string(contract.MeshRelayWSSUnverified))
@@ -142,7 +143,7 @@ func (w *MeshWatch) Run(ctx context.Context) {
 }
 
 // Targets is the current count of WireKubeMeshes per target.
-func (w *MeshWatch) Targets() map[contract.MeshRelayTarget]int {
+func (w *Watch) Targets() map[contract.MeshRelayTarget]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := map[contract.MeshRelayTarget]int{}
@@ -155,7 +156,7 @@ func (w *MeshWatch) Targets() map[contract.MeshRelayTarget]int {
 // judge re-reads every mesh from the informer's store, sets the gauges and
 // reports each mesh whose judgement changed. Called once the informer has
 // synced: the store holds every mesh.
-func (w *MeshWatch) judge() {
+func (w *Watch) judge() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.synced.Set(1)
@@ -181,7 +182,7 @@ func (w *MeshWatch) judge() {
 
 // changed counts, logs (within the bound) and records an Event for one
 // mesh's new judgement; before is the zero meshRelay at first sight.
-func (w *MeshWatch) changed(u *unstructured.Unstructured, before, r meshRelay) {
+func (w *Watch) changed(u *unstructured.Unstructured, before, r meshRelay) {
 	w.changes.WithLabelValues(string(r.Target)).Inc()
 	if w.events != nil {
 		w.events.record(u, before.Target, r)
@@ -207,20 +208,11 @@ func (w *MeshWatch) changed(u *unstructured.Unstructured, before, r meshRelay) {
 
 // readFailed logs a list/watch error once per distinct message (RBAC
 // without wirekubemeshes, or no WireKubeMesh CRD): the watch stays unsynced.
-func (w *MeshWatch) readFailed(err error) {
+func (w *Watch) readFailed(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if msg := err.Error(); msg != w.readErr {
 		w.readErr = msg
 		w.log.Warn("cannot read the WireKubeMeshes", "err", msg)
 	}
-}
-
-// meshWatch is the watch of --mesh-watch, nil when off or without a
-// client; its Events go through rec (nil: none).
-func meshWatch(cfg *Config, c Clients, rec *events.Recorder, reg prometheus.Registerer, log *slog.Logger) (*MeshWatch, error) {
-	if !cfg.meshWatch.enabled || c.Meshes == nil {
-		return nil, nil
-	}
-	return NewMeshWatch(c.Meshes, cfg.meshWatch.expected, rec, reg, log, nil)
 }

@@ -1,4 +1,4 @@
-package extauthz
+package meshwatch
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func (m *meshEvents) record(u *unstructured.Unstructured, was contract.MeshRelay
 	if msg == "" || u.GetUID() == "" {
 		return
 	}
-	ref := corev1.ObjectReference{APIVersion: MeshGVR.GroupVersion().String(), Kind: MeshKind,
+	ref := corev1.ObjectReference{APIVersion: GVR.GroupVersion().String(), Kind: Kind,
 		Name: u.GetName(), UID: u.GetUID()}
 	m.e.Enqueue(m.lane, ref, string(r.Target), typ, msg)
 }

@@ -1,4 +1,4 @@
-package extauthz
+package meshwatch
 
 import (
 	"net/url"

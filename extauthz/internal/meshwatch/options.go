@@ -1,4 +1,4 @@
-package extauthz
+package meshwatch
 
 import (
 	"flag"
@@ -7,9 +7,8 @@ import (
 	"strings"
 )
 
-// MeshWatchOptions configure the WireKubeMesh watch (meshwatch.go,
-// docs/extauthz.md#mesh-watch).
-type MeshWatchOptions struct {
+// Options configure the WireKubeMesh watch (docs/extauthz.md#mesh-watch).
+type Options struct {
 	// MeshWatch watches the WireKubeMeshes (RBAC: get, list, watch on
 	// wirekubemeshes). Default true. It only reports; without the RBAC the
 	// watch stays unsynced and says so once in the log.
@@ -21,17 +20,17 @@ type MeshWatchOptions struct {
 	ExpectedRelayURL string
 }
 
-// meshWatchConfig is the parsed form kept in Config.
-type meshWatchConfig struct {
-	enabled  bool
-	expected *url.URL // nil: none
+// Config is the parsed form of Options.
+type Config struct {
+	Enabled  bool
+	Expected *url.URL // nil: none
 }
 
-// DefaultMeshWatchOptions: watching, no expected URL.
-func DefaultMeshWatchOptions() MeshWatchOptions { return MeshWatchOptions{MeshWatch: true} }
+// DefaultOptions: watching, no expected URL.
+func DefaultOptions() Options { return Options{MeshWatch: true} }
 
 // AddFlags registers the two flags on fs, with o's values as defaults.
-func (o *MeshWatchOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.MeshWatch, "mesh-watch", o.MeshWatch,
 		"watch the WireKubeMeshes and report relay settings that send agents' tokens elsewhere than --expected-relay-url or over ws://")
 	fs.StringVar(&o.ExpectedRelayURL, "expected-relay-url", o.ExpectedRelayURL,
@@ -39,14 +38,15 @@ func (o *MeshWatchOptions) AddFlags(fs *flag.FlagSet) {
 }
 
 // Validate reports a bad --expected-relay-url.
-func (o *MeshWatchOptions) Validate() error {
+func (o *Options) Validate() error {
 	_, err := parseExpectedRelayURL(o.ExpectedRelayURL)
 	return err
 }
 
-func (o *MeshWatchOptions) complete() meshWatchConfig {
+// Complete returns the parsed form of validated options.
+func (o *Options) Complete() Config {
 	u, _ := parseExpectedRelayURL(o.ExpectedRelayURL) // validated
-	return meshWatchConfig{enabled: o.MeshWatch, expected: u}
+	return Config{Enabled: o.MeshWatch, Expected: u}
 }
 
 // parseExpectedRelayURL: "" is none; else wss://, a host, no user

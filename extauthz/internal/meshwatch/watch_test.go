@@ -1,4 +1,4 @@
-package extauthz
+package meshwatch
 
 import (
 	"context"
@@ -19,7 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
@@ -28,7 +31,7 @@ import (
 func meshObject(name string, relay map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"relay": relay}}}
 	u.SetAPIVersion("wirekube.io/v1alpha1")
-	u.SetKind(MeshKind)
+	u.SetKind(Kind)
 	u.SetName(name)
 	u.SetUID(types.UID("uid-mesh-" + name))
 	return u
@@ -48,7 +51,7 @@ func wsMesh(name, control string) *unstructured.Unstructured {
 type meshEnv struct {
 	dyn  *dynamicfake.FakeDynamicClient
 	kube *fake.Clientset
-	w    *MeshWatch
+	w    *Watch
 	logs testutil.SyncBuffer
 }
 
@@ -58,16 +61,16 @@ func startMeshWatch(t *testing.T, objs ...*unstructured.Unstructured) *meshEnv {
 	// Created through the client: the fake's tracker would file objects
 	// given to the constructor under a guessed plural (wirekubemeshs).
 	e.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{MeshGVR: "WireKubeMeshList"})
+		map[schema.GroupVersionResource]string{GVR: "WireKubeMeshList"})
 	for _, o := range objs {
-		_, err := e.dyn.Resource(MeshGVR).Create(t.Context(), o, metav1.CreateOptions{})
+		_, err := e.dyn.Resource(GVR).Create(t.Context(), o, metav1.CreateOptions{})
 		must(t, err)
 	}
 	log := slog.New(slog.NewJSONHandler(&e.logs, nil))
 	reg := prometheus.NewRegistry()
 	rec, err := events.New(e.kube.CoreV1(), noEventObjects{}, reg, log, "gw-pod-1", nil)
 	must(t, err)
-	e.w, err = NewMeshWatch(peersNoWatchList{e.dyn.Resource(MeshGVR)}, testExpected(t), rec, reg, log, nil)
+	e.w, err = New(kubewatch.NoWatchList{ResourceInterface: e.dyn.Resource(GVR)}, testExpected(t), rec, reg, log, nil)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -111,7 +114,7 @@ func TestMeshWatchReportsTargets(t *testing.T) {
 	}
 	testutil.Eventually(t, "two Events", func() bool { return len(e.events(t)) == 2 })
 
-	_, err := e.dyn.Resource(MeshGVR).Update(t.Context(), wsMesh("ours", "ws://relay.corp.test/relay"), metav1.UpdateOptions{})
+	_, err := e.dyn.Resource(GVR).Update(t.Context(), wsMesh("ours", "ws://relay.corp.test/relay"), metav1.UpdateOptions{})
 	must(t, err)
 	testutil.Eventually(t, "the rewrite judged", func() bool { return e.w.Targets()[contract.MeshRelayWSCleartext] == 2 })
 	e.wantGauges(t, map[contract.MeshRelayTarget]float64{"ws_cleartext": 2, "other_wss": 1, "raw_tcp": 1})
@@ -164,7 +167,7 @@ func TestMeshWatchLogsNoURL(t *testing.T) {
 func TestMeshWatchLogBound(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
 	var logs testutil.SyncBuffer
-	w, err := NewMeshWatch(peersNoWatchList{dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()).Resource(MeshGVR)},
+	w, err := New(kubewatch.NoWatchList{ResourceInterface: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()).Resource(GVR)},
 		nil, nil, prometheus.NewRegistry(), slog.New(slog.NewJSONHandler(&logs, nil)), clk)
 	must(t, err)
 	u := wsMesh("m", "ws://10.0.0.9/relay")
@@ -184,3 +187,23 @@ func TestMeshWatchLogBound(t *testing.T) {
 		t.Errorf("%s = %v, want 13", contract.MetricMeshRelayChanges, got)
 	}
 }
+
+// noEventObjects resolves no WireKubePeer and no Node: the mesh watch's
+// Events name their object themselves.
+type noEventObjects struct{}
+
+func (noEventObjects) PeerRef(string) (corev1.ObjectReference, bool) {
+	return corev1.ObjectReference{}, false
+}
+func (noEventObjects) NodeRef(string) (corev1.ObjectReference, bool) {
+	return corev1.ObjectReference{}, false
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
