@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 )
@@ -47,8 +48,8 @@ type Config struct {
 	reviewBurst    int
 	// The revocation Watch listener (revocation_options.go).
 	revocation RevocationOptions
-	// The admission policy reported on (admissionoptions.go).
-	peerAdmission peerAdmissionConfig
+	// The admission policy reported on (internal/admission).
+	peerAdmission admission.Config
 	// The WireKubeMesh watch (meshwatch_options.go).
 	meshWatch meshwatch.Config
 	// The identity header signature (signing.go).
@@ -95,7 +96,7 @@ func (o *Options) Complete() (*Config, error) {
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
-		peerAdmission:    o.PeerAdmissionOptions.complete(),
+		peerAdmission:    o.PeerAdmissionOptions.Complete(),
 		meshWatch:        o.MeshWatchOptions.Complete(),
 		signing:          o.SigningOptions,
 		failureLimit:     o.FailureLimitOptions,

@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -20,7 +19,7 @@ import (
 )
 
 // PeerGVR is the WireKubePeer resource (cluster-scoped).
-var PeerGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubepeers"}
+var PeerGVR = kubewatch.PeerGVR
 
 // PeerKind is the WireKubePeer kind.
 const PeerKind = "WireKubePeer"
@@ -136,37 +135,24 @@ func (in *Informers) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-func getTyped[T any](inf cache.SharedIndexInformer, key string) (T, bool) {
-	var zero T
-	if inf == nil {
-		return zero, false
-	}
-	obj, ok, err := inf.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return zero, false
-	}
-	t, ok := obj.(T)
-	return t, ok
-}
-
 // Pod implements Objects.
 func (in *Informers) Pod(namespace, name string) (*corev1.Pod, bool) {
-	return getTyped[*corev1.Pod](in.pods[namespace], namespace+"/"+name)
+	return kubewatch.Get[*corev1.Pod](in.pods[namespace], namespace+"/"+name)
 }
 
 // ServiceAccount implements Objects.
 func (in *Informers) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool) {
-	return getTyped[*corev1.ServiceAccount](in.sas[namespace], namespace+"/"+name)
+	return kubewatch.Get[*corev1.ServiceAccount](in.sas[namespace], namespace+"/"+name)
 }
 
 // Node implements Objects.
 func (in *Informers) Node(name string) (*corev1.Node, bool) {
-	return getTyped[*corev1.Node](in.nodes, name)
+	return kubewatch.Get[*corev1.Node](in.nodes, name)
 }
 
 // PeerKey implements Objects.
 func (in *Informers) PeerKey(name string) (string, bool) {
-	u, ok := getTyped[*unstructured.Unstructured](in.peers, name)
+	u, ok := kubewatch.Get[*unstructured.Unstructured](in.peers, name)
 	if !ok {
 		return "", false
 	}
@@ -279,7 +265,7 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // PeerRef is the Event reference of the WireKubePeer named name: what
 // kubectl describe searches by (apiVersion, kind, name, uid; no namespace).
 func (in *Informers) PeerRef(name string) (corev1.ObjectReference, bool) {
-	u, ok := getTyped[*unstructured.Unstructured](in.peers, name)
+	u, ok := kubewatch.Get[*unstructured.Unstructured](in.peers, name)
 	if !ok || u.GetUID() == "" {
 		return corev1.ObjectReference{}, false
 	}

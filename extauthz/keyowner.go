@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -78,7 +79,7 @@ func (h *keyHistory) nodeHandler() cache.ResourceEventHandler {
 // read from the cache, not from the history, so a peer created a moment
 // ago is judged as its own owner before the history has seen it.
 func (in *Informers) KeyOwner(peer string, key relayproto.Key) (keyOwner, bool) {
-	u, ok := getTyped[*unstructured.Unstructured](in.peers, peer)
+	u, ok := kubewatch.Get[*unstructured.Unstructured](in.peers, peer)
 	if in.history == nil || !ok {
 		return keyOwner{}, false
 	}

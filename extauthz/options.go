@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
@@ -107,7 +108,7 @@ type Options struct {
 	VerifyOptions
 	// RevocationOptions: the revocation Watch listener (revocation_options.go).
 	RevocationOptions
-	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
+	// PeerAdmissionOptions: the admission policy reported on (internal/admission).
 	PeerAdmissionOptions
 	// FailureLimitOptions: failed checks per client address (failurelimit.go).
 	FailureLimitOptions
@@ -149,7 +150,7 @@ func DefaultOptions() Options {
 			ReviewAfterMaxPending:  3000,
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
-		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		PeerAdmissionOptions: admission.DefaultOptions(),
 		FailureLimitOptions:  DefaultFailureLimitOptions(),
 		MeshWatchOptions:     meshwatch.DefaultOptions(),
 		SigningOptions:       DefaultSigningOptions(),
@@ -303,3 +304,7 @@ var errNoIdentity = errors.New("no identity configured")
 // MeshWatchOptions are the flags of the WireKubeMesh watch
 // (--mesh-watch, --expected-relay-url).
 type MeshWatchOptions = meshwatch.Options
+
+// PeerAdmissionOptions are the flags of the admission policy report
+// (--peer-admission-policy, --peer-admission-binding).
+type PeerAdmissionOptions = admission.Options

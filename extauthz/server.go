@@ -22,6 +22,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
@@ -54,7 +55,7 @@ type Clients struct {
 	Events events.Client
 	// Admission reads the WireKubePeer admission policy and its binding
 	// (kubernetes.Interface.AdmissionregistrationV1()); nil: not watched.
-	Admission AdmissionClient
+	Admission admission.Client
 	// Meshes lists and watches WireKubeMeshes for --mesh-watch
 	// (dynamic.Interface.Resource(MeshGVR)); nil: not watched.
 	Meshes dynamic.ResourceInterface
@@ -71,7 +72,7 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	c.Admission = kube.AdmissionregistrationV1()
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
 		c.Core = coreNoWatchList{c.Core}
-		c.Admission = admissionNoWatchList{c.Admission}
+		c.Admission = admission.NoWatchList{Client: c.Admission}
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
 		c.Peers = kubewatch.NoWatchList{ResourceInterface: c.Peers}
@@ -95,7 +96,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if err != nil {
 		return err
 	}
-	admission, err := NewPeerAdmissionWatch(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
+	policyWatch, err := admission.New(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	defer in.Shutdown()
 	g.Go(func() error { return authz.RunKeys(gctx) })
 	g.Go(func() error { return authz.RunReviewAfter(gctx) })
-	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
+	g.Go(func() error { policyWatch.Run(gctx); return nil }) // reports only: never gates readiness
 	if meshes != nil {
 		g.Go(func() error { meshes.Run(gctx); return nil }) // reports only, as above
 	}

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -33,3 +34,21 @@ type NoWatchList struct{ dynamic.ResourceInterface }
 
 // IsWatchListSemanticsUnSupported reports true.
 func (NoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// PeerGVR is the WireKubePeer resource (cluster-scoped).
+var PeerGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubepeers"}
+
+// Get is the object of key in inf's store as a T; false when inf is nil,
+// the key is absent or the object is of another type.
+func Get[T any](inf cache.SharedIndexInformer, key string) (T, bool) {
+	var zero T
+	if inf == nil {
+		return zero, false
+	}
+	obj, ok, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return zero, false
+	}
+	t, ok := obj.(T)
+	return t, ok
+}

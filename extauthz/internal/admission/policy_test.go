@@ -1,4 +1,4 @@
-package extauthz
+package admission
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,13 +136,13 @@ func TestJudgePeerAdmission(t *testing.T) {
 // manifests/components/peer-admission ship are judged in force under the
 // default flag names.
 func TestShippedPeerAdmissionInForce(t *testing.T) {
-	data, err := os.ReadFile("../manifests/components/peer-admission/policy.yaml")
+	data, err := os.ReadFile("../../../manifests/components/peer-admission/policy.yaml")
 	must(t, err)
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	p, b := &admissionv1.ValidatingAdmissionPolicy{}, &admissionv1.ValidatingAdmissionPolicyBinding{}
 	must(t, dec.Decode(p))
 	must(t, dec.Decode(b))
-	o := DefaultPeerAdmissionOptions()
+	o := DefaultOptions()
 	if p.Name != o.PeerAdmissionPolicy || b.Name != o.PeerAdmissionBinding {
 		t.Fatalf("shipped %s/%s, flag defaults %s/%s", p.Name, b.Name, o.PeerAdmissionPolicy, o.PeerAdmissionBinding)
 	}
@@ -153,7 +154,7 @@ func TestShippedPeerAdmissionInForce(t *testing.T) {
 // admissionEnv runs a PeerAdmissionWatch over a fake clientset.
 type admissionEnv struct {
 	kube *fake.Clientset
-	w    *PeerAdmissionWatch
+	w    *Watch
 	logs testutil.SyncBuffer
 }
 
@@ -161,7 +162,7 @@ func startAdmissionWatch(t *testing.T, kube *fake.Clientset) *admissionEnv {
 	t.Helper()
 	e := &admissionEnv{kube: kube}
 	var err error
-	e.w, err = NewPeerAdmissionWatch(admissionNoWatchList{kube.AdmissionregistrationV1()}, testPolicyName, testPolicyName,
+	e.w, err = New(NoWatchList{Client: kube.AdmissionregistrationV1()}, testPolicyName, testPolicyName,
 		prometheus.NewRegistry(), slog.New(slog.NewJSONHandler(&e.logs, nil)))
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -255,9 +256,18 @@ func TestPeerAdmissionWatchUnreadable(t *testing.T) {
 // TestPeerAdmissionNotWatched: an empty --peer-admission-policy reports
 // not_watched and runs nothing.
 func TestPeerAdmissionNotWatched(t *testing.T) {
-	w, err := NewPeerAdmissionWatch(fake.NewClientset().AdmissionregistrationV1(), "", "", prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	w, err := New(fake.NewClientset().AdmissionregistrationV1(), "", "", prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
 	if w.State() != contract.PeerAdmissionNotWatched || promtest.ToFloat64(w.inForce) != 0 {
 		t.Errorf("state %s, in force %v; want not_watched, 0", w.State(), promtest.ToFloat64(w.inForce))
 	}
 }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,18 +1,18 @@
-package extauthz
+// Package admission reports whether the WireKubePeer admission policy
+// (docs/revocation.md#admission) is in force: policy.go decides it, watch.go
+// watches the two objects and reports the answer. The answer is information
+// for the operator: no check ever depends on it (a missing policy must not
+// break a running install).
+package admission
 
 import (
 	"slices"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
-
-// This file decides whether the WireKubePeer admission policy
-// (docs/revocation.md#admission) is in force; admissionwatch.go watches the
-// two objects and reports the answer. The answer is information for the
-// operator: no check ever depends on it (a missing policy must not break a
-// running install).
 
 // judgePeerAdmission is the state of the policy named policyName and its
 // binding (nil: not found). The first failing condition decides, in the
@@ -30,11 +30,11 @@ func judgePeerAdmission(policyName string, p *admissionv1.ValidatingAdmissionPol
 		return contract.PeerAdmissionNotDeny
 	case p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == admissionv1.Ignore:
 		return contract.PeerAdmissionFailOpen // nil is Fail, the API default
-	case !matchesWrites(p.Spec.MatchConstraints, PeerGVR.Group, PeerGVR.Resource):
+	case !matchesWrites(p.Spec.MatchConstraints, kubewatch.PeerGVR.Group, kubewatch.PeerGVR.Resource):
 		return contract.PeerAdmissionNoPeerRule
 	case !matchesWrites(p.Spec.MatchConstraints, "", "pods"):
 		return contract.PeerAdmissionNoPodRule
-	case !matchesWrites(p.Spec.MatchConstraints, PeerGVR.Group, "wirekubemeshes"):
+	case !matchesWrites(p.Spec.MatchConstraints, kubewatch.PeerGVR.Group, "wirekubemeshes"):
 		return contract.PeerAdmissionNoMeshRule
 	case p.Status.TypeChecking != nil && len(p.Status.TypeChecking.ExpressionWarnings) > 0:
 		return contract.PeerAdmissionTypeWarnings

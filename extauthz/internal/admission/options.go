@@ -1,4 +1,4 @@
-package extauthz
+package admission
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// PeerAdmissionOptions name the WireKubePeer admission policy and binding
-// extauthz reports on (admissionwatch.go, docs/revocation.md#admission).
-type PeerAdmissionOptions struct {
+// Options name the WireKubePeer admission policy and binding extauthz
+// reports on (docs/revocation.md#admission).
+type Options struct {
 	// PeerAdmissionPolicy is the ValidatingAdmissionPolicy's name. Default
 	// the shipped wirekube-relay-gateway-peer-keys; an operator names an
 	// equivalent of theirs; empty: not watched (state not_watched).
@@ -22,17 +22,17 @@ type PeerAdmissionOptions struct {
 	PeerAdmissionBinding string
 }
 
-// peerAdmissionConfig is the parsed form kept in Config.
-type peerAdmissionConfig struct{ Policy, Binding string }
+// Config is the parsed form of Options.
+type Config struct{ Policy, Binding string }
 
-// DefaultPeerAdmissionOptions are the shipped names.
-func DefaultPeerAdmissionOptions() PeerAdmissionOptions {
-	return PeerAdmissionOptions{PeerAdmissionPolicy: contract.DefaultPeerAdmissionPolicy,
+// DefaultOptions are the shipped names.
+func DefaultOptions() Options {
+	return Options{PeerAdmissionPolicy: contract.DefaultPeerAdmissionPolicy,
 		PeerAdmissionBinding: contract.DefaultPeerAdmissionBinding}
 }
 
 // AddFlags registers the two flags on fs, with o's values as defaults.
-func (o *PeerAdmissionOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PeerAdmissionPolicy, "peer-admission-policy", o.PeerAdmissionPolicy,
 		"ValidatingAdmissionPolicy that makes WireKubePeer keys node-restricted, reported as in force or not (empty: not watched)")
 	fs.StringVar(&o.PeerAdmissionBinding, "peer-admission-binding", o.PeerAdmissionBinding,
@@ -40,7 +40,7 @@ func (o *PeerAdmissionOptions) AddFlags(fs *flag.FlagSet) {
 }
 
 // Validate reports each bad name, naming its flag.
-func (o *PeerAdmissionOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	if o.PeerAdmissionPolicy != "" && len(validation.IsDNS1123Subdomain(o.PeerAdmissionPolicy)) > 0 {
 		errs = append(errs, fmt.Errorf("--peer-admission-policy: not an object name: %q", o.PeerAdmissionPolicy))
@@ -54,12 +54,14 @@ func (o *PeerAdmissionOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (o *PeerAdmissionOptions) complete() peerAdmissionConfig {
-	return peerAdmissionConfig{Policy: o.PeerAdmissionPolicy, Binding: o.PeerAdmissionBinding}
+// Complete returns the parsed form of validated options.
+func (o *Options) Complete() Config {
+	return Config{Policy: o.PeerAdmissionPolicy, Binding: o.PeerAdmissionBinding}
 }
 
-// admissionNoWatchList carries a clientset's "no WatchList" marker over to
-// the admission client derived from it (client-go's fakes).
-type admissionNoWatchList struct{ AdmissionClient }
+// NoWatchList carries a clientset's "no WatchList" marker over to the
+// admission client derived from it (client-go's fakes).
+type NoWatchList struct{ Client }
 
-func (admissionNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+// IsWatchListSemanticsUnSupported reports true.
+func (NoWatchList) IsWatchListSemanticsUnSupported() bool { return true }

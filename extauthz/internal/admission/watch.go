@@ -1,4 +1,4 @@
-package extauthz
+package admission
 
 import (
 	"context"
@@ -19,21 +19,21 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// AdmissionClient is the part of the admissionregistration/v1 client the
+// Client is the part of the admissionregistration/v1 client the
 // policy watch reads: the two cluster-scoped kinds, list and watch only
 // (kubernetes.Interface.AdmissionregistrationV1() fits).
-type AdmissionClient interface {
+type Client interface {
 	admissionv1client.ValidatingAdmissionPoliciesGetter
 	admissionv1client.ValidatingAdmissionPolicyBindingsGetter
 }
 
-// PeerAdmissionWatch watches the WireKubePeer admission policy and its
+// Watch watches the WireKubePeer admission policy and its
 // binding by name (field selector: only those two objects are listed) and
 // reports whether they are in force: the gauges, and a log line at start
 // and on every change. It never gates readiness nor a check: a missing
 // policy, or RBAC that does not let extauthz read it, is reported
 // (state unknown), never enforced. Safe for concurrent use.
-type PeerAdmissionWatch struct {
+type Watch struct {
 	policyName, bindingName string
 	policies, bindings      cache.SharedIndexInformer
 	inForce                 prometheus.Gauge
@@ -45,11 +45,11 @@ type PeerAdmissionWatch struct {
 	readErr string // the last list/watch error, logged once per change
 }
 
-// NewPeerAdmissionWatch builds the watch of the named objects (policy ""
+// New builds the watch of the named objects (policy ""
 // or a nil client: not watched, reported as such) and registers its
 // gauges on reg.
-func NewPeerAdmissionWatch(c AdmissionClient, policy, binding string, reg prometheus.Registerer, log *slog.Logger) (*PeerAdmissionWatch, error) {
-	w := &PeerAdmissionWatch{policyName: policy, bindingName: binding, log: log,
+func New(c Client, policy, binding string, reg prometheus.Registerer, log *slog.Logger) (*Watch, error) {
+	w := &Watch{policyName: policy, bindingName: binding, log: log,
 		inForce: prometheus.NewGauge(prometheus.GaugeOpts{Name: contract.MetricPeerAdmissionInForce,
 			Help: "1 while the WireKubePeer admission policy is in force (docs/revocation.md#admission), else 0."}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: contract.MetricPeerAdmissionState,
@@ -80,7 +80,7 @@ func NewPeerAdmissionWatch(c AdmissionClient, policy, binding string, reg promet
 }
 
 // named lists and watches only the object called name (WatchList as
-// listWatch decides for client).
+// kubewatch.ListWatch decides for client).
 func named[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), name string) cache.ListerWatcher {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
@@ -95,7 +95,7 @@ func named[L runtime.Object](client any, list func(context.Context, metav1.ListO
 
 // informer builds one informer whose every event re-judges the state and
 // whose list/watch errors are logged (once per distinct error).
-func (w *PeerAdmissionWatch) informer(lw cache.ListerWatcher, example runtime.Object) (cache.SharedIndexInformer, error) {
+func (w *Watch) informer(lw cache.ListerWatcher, example runtime.Object) (cache.SharedIndexInformer, error) {
 	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{})
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.judge() },
@@ -114,7 +114,7 @@ func (w *PeerAdmissionWatch) informer(lw cache.ListerWatcher, example runtime.Ob
 
 // Run runs the informers until ctx is done and waits for them. The state
 // stays unknown until both have listed once.
-func (w *PeerAdmissionWatch) Run(ctx context.Context) {
+func (w *Watch) Run(ctx context.Context) {
 	if w.policies == nil {
 		<-ctx.Done()
 		return
@@ -129,25 +129,25 @@ func (w *PeerAdmissionWatch) Run(ctx context.Context) {
 }
 
 // State is the current state.
-func (w *PeerAdmissionWatch) State() contract.PeerAdmissionState {
+func (w *Watch) State() contract.PeerAdmissionState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.current
 }
 
 // judge recomputes the state from the informers' stores.
-func (w *PeerAdmissionWatch) judge() {
+func (w *Watch) judge() {
 	if !w.policies.HasSynced() || !w.bindings.HasSynced() {
 		return
 	}
-	p, _ := getTyped[*admissionv1.ValidatingAdmissionPolicy](w.policies, w.policyName)
-	b, _ := getTyped[*admissionv1.ValidatingAdmissionPolicyBinding](w.bindings, w.bindingName)
+	p, _ := kubewatch.Get[*admissionv1.ValidatingAdmissionPolicy](w.policies, w.policyName)
+	b, _ := kubewatch.Get[*admissionv1.ValidatingAdmissionPolicyBinding](w.bindings, w.bindingName)
 	w.set(judgePeerAdmission(w.policyName, p, b))
 }
 
 // set records s, updates the gauges and logs a change (the first state
 // included): Info when in force, Warn otherwise.
-func (w *PeerAdmissionWatch) set(s contract.PeerAdmissionState) {
+func (w *Watch) set(s contract.PeerAdmissionState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s == w.current {
@@ -187,7 +187,7 @@ func notInForce(s contract.PeerAdmissionState) string {
 // readFailed logs a list/watch error once per distinct message: RBAC
 // without the admissionregistration rules, or an API server without the
 // API, keeps the state unknown.
-func (w *PeerAdmissionWatch) readFailed(err error) {
+func (w *Watch) readFailed(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if msg := err.Error(); msg != w.readErr {
