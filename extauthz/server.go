@@ -88,43 +88,8 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if cfg == nil || c.Core == nil || c.Reviews == nil || c.Peers == nil || c.Keys == nil {
 		return errors.New("extauthz: Run needs a completed Config and every client")
 	}
-	in, err := NewInformers(cfg, c.Core, c.Peers)
+	s, err := newService(cfg, c, reg, log)
 	if err != nil {
-		return err
-	}
-	rec, err := eventRecorder(cfg, c, in, reg, log)
-	if err != nil {
-		return err
-	}
-	policyWatch, err := admission.New(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
-	if err != nil {
-		return err
-	}
-	meshes, err := meshWatch(cfg, c, rec, reg, log)
-	if err != nil {
-		return err
-	}
-	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys,
-		Events: rec})
-	if err != nil {
-		return err
-	}
-	hub, err := NewRevocationHub(authz, reg, log)
-	if err != nil {
-		return fmt.Errorf("revocation metrics: %w", err)
-	}
-	authz.holders = hub // before any Check is served
-	authz.SetRevocationNotify(hub.Notify)
-	keyring, err := loadKeyring(cfg.signing)
-	if err == nil {
-		err = authz.installKeyring(keyring, cfg.signing) // before any Check is served
-	}
-	if err != nil {
-		return err
-	}
-	log.Info("identity signing key loaded", "signing_key_id", keyring.signer.KeyID(),
-		"published_key_ids", keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
-	if err := in.OnChange(hub.Notify); err != nil {
 		return err
 	}
 	lns, err := listenAll(cfg)
@@ -135,51 +100,25 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	gs := grpc.NewServer(append(revocationKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
-	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
+	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: s.authz})
 	healthpb.RegisterHealthServer(gs, hs)
 
 	g, gctx := errgroup.WithContext(ctx)
-	in.Start(gctx)
-	defer in.Shutdown()
-	g.Go(func() error { return authz.RunKeys(gctx) })
-	g.Go(func() error { return authz.RunReviewAfter(gctx) })
-	g.Go(func() error { policyWatch.Run(gctx); return nil }) // reports only: never gates readiness
-	if meshes != nil {
-		g.Go(func() error { meshes.Run(gctx); return nil }) // reports only, as above
-	}
-	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
-	if rec != nil {
-		g.Go(func() error { rec.Run(gctx); return nil })
-	}
-	ready := func() bool { return in.HasSynced() && authz.KeysLoaded() }
-	g.Go(func() error {
-		if err := in.WaitForSync(gctx); err != nil {
-			return nil // ctx done before sync: shutting down
-		}
-		if !waitUntil(gctx, authz.KeysLoaded) {
-			return nil
-		}
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_SERVING)
-		hub.MarkSynced()
-		log.Info("informer caches synced, signing keys loaded: serving")
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		hub.Shutdown() // before the graceful gRPC stop, which waits for streams
-		return nil
-	})
+	s.in.Start(gctx)
+	defer s.in.Shutdown()
+	s.runBackground(gctx, g, cfg, log)
+	g.Go(func() error { return s.becomeReady(gctx, hs, log) })
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
 	if lns.revocation != nil {
-		rs := revocationServer(hub, lns.secret)
+		rs := revocationServer(s.hub, lns.secret)
 		g.Go(func() error {
 			return serveRevocation(gctx, rs, lns.revocation, cfg.revocation.RevocationSecretFile, log)
 		})
 	}
 	if lns.http != nil {
-		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
+		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: s.authz}), lns.http) })
 	}
+	ready := func() bool { return s.in.HasSynced() && s.authz.KeysLoaded() }
 	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, ready)), lns.metrics) })
 	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String(),
 		"revocation", addrOf(lns.revocation))
