@@ -35,7 +35,7 @@ type Config struct {
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (verify.go,
-	// offline.go, fairness.go).
+	// offline.go, internal/reviewgate).
 	issuers        []string
 	jwksInterval   time.Duration
 	jwksMinRefresh time.Duration

@@ -1,4 +1,4 @@
-package extauthz
+package reviewgate
 
 import (
 	"context"
@@ -16,12 +16,13 @@ import (
 // Pods) while fresh agents connect. Fake time (synctest), so the figures
 // do not depend on the machine; the gate has the defaults
 // (--kube-api-qps=50 --kube-api-burst=100 --max-inflight-reviews=16
-// --max-review-wait=500ms) and a TokenReview takes stormAPIWait.
+// --max-review-wait=500ms) and a TokenReview takes reviewLatency.
 const (
 	gateFloodSenders = 8                     // closed-loop senders per flooding identity
 	gateFloodPause   = 20 * time.Millisecond // a sender's pause after a refusal
 	gateFloodAgents  = 200                   // fresh agents, all connecting at 1 s
 	gateFloodRun     = 10 * time.Second
+	reviewLatency    = 5 * time.Millisecond // a TokenReview on the wire, as the storm tests of extauthz fake it
 )
 
 // gateFloodResult is one run's figures.
@@ -54,7 +55,7 @@ func TestReviewGateFloodFreshAgents(t *testing.T) {
 }
 
 func runGateFlood(flooders int) gateFloodResult {
-	g := newReviewGate(50, 100, 16, 500*time.Millisecond)
+	g := New(50, 100, 16, 500*time.Millisecond, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), gateFloodRun)
 	defer cancel()
 	var r gateFloodResult
@@ -86,30 +87,30 @@ func runGateFlood(flooders int) gateFloodResult {
 }
 
 // floodSender enters the gate as who until ctx ends: a TokenReview of
-// stormAPIWait when let in, a pause after a refusal.
-func floodSender(ctx context.Context, g *reviewGate, who string, served *atomic.Int64) {
+// reviewLatency when let in, a pause after a refusal.
+func floodSender(ctx context.Context, g *Gate, who string, served *atomic.Int64) {
 	for ctx.Err() == nil {
-		release, err := g.enter(ctx, who)
+		release, err := g.Enter(ctx, who)
 		if err != nil {
 			sleepCtx(ctx, gateFloodPause)
 			continue
 		}
 		served.Add(1)
-		time.Sleep(stormAPIWait)
+		time.Sleep(reviewLatency)
 		release()
 	}
 }
 
 // freshAgent enters the gate once per try, with the agent's backoff (1, 2,
 // 4 ... 30 s) after a refusal; it reports its connect time when admitted.
-func freshAgent(ctx context.Context, g *reviewGate, who string) (time.Duration, bool) {
+func freshAgent(ctx context.Context, g *Gate, who string) (time.Duration, bool) {
 	start := time.Now()
 	wait := time.Second
 	for ctx.Err() == nil {
-		release, err := g.enter(ctx, who)
+		release, err := g.Enter(ctx, who)
 		if err == nil {
 			d := time.Since(start)
-			time.Sleep(stormAPIWait)
+			time.Sleep(reviewLatency)
 			release()
 			return d, true
 		}

@@ -1,8 +1,12 @@
-package extauthz
+// Package reviewgate is the fair gate in front of TokenReview: a rate, a
+// number of calls in flight and a bounded wait, handed out in turns by
+// identity (docs/extauthz.md#review-gate).
+package reviewgate
 
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,7 +14,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// reviewGate bounds the TokenReview calls of the process: a call needs a
+// Gate bounds the TokenReview calls of the process: a call needs a
 // token of the rate limiter (--kube-api-qps, --kube-api-burst) and one of
 // the in-flight slots (--max-inflight-reviews). Both are handed out
 // together, by the gate, in fair order: the slot is taken only once the
@@ -38,7 +42,7 @@ import (
 // rate wait, the rest are told review_throttled (503, retryable) in
 // microseconds rather than after the check timeout. Safe for concurrent
 // use.
-type reviewGate struct {
+type Gate struct {
 	limiter *rate.Limiter
 	maxWait time.Duration
 	refused *prometheus.CounterVec // by cause; nil: not counted
@@ -80,6 +84,10 @@ const (
 	callRefused
 )
 
+// ErrThrottled is every refusal of the gate: the caller answers
+// review_throttled.
+var ErrThrottled = errors.New("tokenreview: in-flight bound reached until the check timeout")
+
 // Causes of a gate refusal, the cause label of
 // wirekube_extauthz_review_gate_refusals_total.
 const (
@@ -88,8 +96,13 @@ const (
 	gateRefusedPushedOut = "pushed_out" // an identity behind in its turns took the place of this queued call
 )
 
-func newReviewGate(qps float64, burst, slots int, maxWait time.Duration) *reviewGate {
-	return &reviewGate{
+// New is a gate of qps and burst (--kube-api-qps, --kube-api-burst), slots
+// calls in flight (--max-inflight-reviews) and a wait of at most maxWait
+// (--max-review-wait); refused counts its refusals by cause (nil: not
+// counted; NewRefusals makes one).
+func New(qps float64, burst, slots int, maxWait time.Duration, refused *prometheus.CounterVec) *Gate {
+	return &Gate{
+		refused: refused,
 		limiter: rate.NewLimiter(rate.Limit(qps), burst),
 		maxWait: maxWait,
 		free:    slots,
@@ -97,16 +110,16 @@ func newReviewGate(qps float64, burst, slots int, maxWait time.Duration) *review
 	}
 }
 
-// enter waits for a rate token and a slot in the fair turn of identity
+// Enter waits for a rate token and a slot in the fair turn of identity
 // who. On success the caller must call release once its TokenReview
 // returned.
-func (g *reviewGate) enter(ctx context.Context, who string) (release func(), err error) {
-	return g.enterWithin(ctx, who, g.maxWait)
+func (g *Gate) Enter(ctx context.Context, who string) (release func(), err error) {
+	return g.EnterWithin(ctx, who, g.maxWait)
 }
 
 // enterWithin is enter with a wait of at most maxWait instead of the
 // gate's (a follow-up review waits longer than a check).
-func (g *reviewGate) enterWithin(ctx context.Context, who string, maxWait time.Duration) (release func(), err error) {
+func (g *Gate) EnterWithin(ctx context.Context, who string, maxWait time.Duration) (release func(), err error) {
 	now := time.Now()
 	budget := maxWait
 	if dl, ok := ctx.Deadline(); ok {
@@ -123,7 +136,7 @@ func (g *reviewGate) enterWithin(ctx context.Context, who string, maxWait time.D
 
 // queueLocked queues a call of who, pushing out another identity's call
 // when the queue is full, and dispatches.
-func (g *reviewGate) queueLocked(who string, now time.Time, budget time.Duration) (*gateCall, string) {
+func (g *Gate) queueLocked(who string, now time.Time, budget time.Duration) (*gateCall, string) {
 	id := g.ids[who]
 	if id == nil {
 		id = &gateIdentity{key: who}
@@ -148,12 +161,12 @@ func (g *reviewGate) queueLocked(who string, now time.Time, budget time.Duration
 // roomLocked is how many calls may wait: the rate tokens there are now and
 // that come within budget (the slots are not counted: their calls' length
 // is the API's business).
-func (g *reviewGate) roomLocked(now time.Time, budget time.Duration) int {
+func (g *Gate) roomLocked(now time.Time, budget time.Duration) int {
 	return int(g.limiter.TokensAt(now) + float64(g.limiter.Limit())*budget.Seconds())
 }
 
 // await waits until c is granted or refused, or its wait ends.
-func (g *reviewGate) await(ctx context.Context, c *gateCall, budget time.Duration) (func(), error) {
+func (g *Gate) await(ctx context.Context, c *gateCall, budget time.Duration) (func(), error) {
 	t := time.NewTimer(budget)
 	defer t.Stop()
 	select {
@@ -181,7 +194,7 @@ func (g *reviewGate) await(ctx context.Context, c *gateCall, budget time.Duratio
 // dispatchLocked hands free slots to the queue's lowest tags while rate
 // tokens are there; when a slot is free but the next token is not, it arms
 // a timer for the token.
-func (g *reviewGate) dispatchLocked(now time.Time) {
+func (g *Gate) dispatchLocked(now time.Time) {
 	for g.free > 0 && len(g.queue) > 0 {
 		if !g.limiter.AllowN(now, 1) {
 			g.armLocked(now)
@@ -197,7 +210,7 @@ func (g *reviewGate) dispatchLocked(now time.Time) {
 
 // armLocked dispatches again once the next rate token is due. One timer at
 // a time; it runs dispatch, which arms the next one if still needed.
-func (g *reviewGate) armLocked(now time.Time) {
+func (g *Gate) armLocked(now time.Time) {
 	if g.armed {
 		return
 	}
@@ -216,7 +229,7 @@ func (g *reviewGate) armLocked(now time.Time) {
 }
 
 // leaveQueueLocked takes c out of the queue with its outcome and wakes it.
-func (g *reviewGate) leaveQueueLocked(c *gateCall, state callState, cause string) {
+func (g *Gate) leaveQueueLocked(c *gateCall, state callState, cause string) {
 	heap.Remove(&g.queue, c.index)
 	c.id.waiting--
 	if c.id.next == c.tag+1 && state == callRefused {
@@ -228,7 +241,7 @@ func (g *reviewGate) leaveQueueLocked(c *gateCall, state callState, cause string
 }
 
 // done returns the slot of a granted call and hands it on.
-func (g *reviewGate) done(id *gateIdentity) {
+func (g *Gate) done(id *gateIdentity) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.free++
@@ -240,17 +253,17 @@ func (g *reviewGate) done(id *gateIdentity) {
 // forgetIdleLocked drops an identity with nothing waiting or in flight: it
 // is new to the gate when it comes back (its tag is then the gate's
 // vtime). The map stays bounded by the queue and the slots.
-func (g *reviewGate) forgetIdleLocked(id *gateIdentity) {
+func (g *Gate) forgetIdleLocked(id *gateIdentity) {
 	if id.waiting == 0 && id.inflight == 0 {
 		delete(g.ids, id.key)
 	}
 }
 
-func (g *reviewGate) refuse(cause string) error {
+func (g *Gate) refuse(cause string) error {
 	if g.refused != nil {
 		g.refused.WithLabelValues(cause).Inc()
 	}
-	return errThrottled
+	return ErrThrottled
 }
 
 // after reports whether c is served after o: a higher tag, or the same tag
@@ -294,4 +307,32 @@ func (q gateQueue) furthest() *gateCall {
 		}
 	}
 	return last
+}
+
+// MaxWait is the longest a caller waits (--max-review-wait).
+func (g *Gate) MaxWait() time.Duration { return g.maxWait }
+
+// SetRate changes the rate (calls a second); calls already queued are
+// dispatched at the new rate from the next token on.
+func (g *Gate) SetRate(qps float64) { g.limiter.SetLimit(rate.Limit(qps)) }
+
+// NewRefusals is the counter of the gate's refusals by cause
+// (wirekube_extauthz_review_gate_refusals_total), every cause at 0.
+func NewRefusals() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "wirekube_extauthz", Name: "review_gate_refusals_total",
+		Help: "TokenReviews not made, answered review_throttled, by cause (rate|slot|pushed_out).",
+	}, []string{"cause"})
+	for _, cause := range []string{gateRefusedRate, gateRefusedSlot, gateRefusedPushedOut} {
+		c.WithLabelValues(cause)
+	}
+	return c
+}
+
+// Counts is what the gate holds now: free in-flight slots, identities
+// waiting or in flight, calls queued.
+func (g *Gate) Counts() (free, identities, queued int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.free, len(g.ids), len(g.queue)
 }

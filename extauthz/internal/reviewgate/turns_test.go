@@ -1,4 +1,4 @@
-package extauthz
+package reviewgate
 
 import (
 	"context"
@@ -32,10 +32,10 @@ func (l *gateLog) list() []string {
 // TestReviewGateLoneIdentityUsesEverySlot: an identity alone in the gate
 // gets every slot at once; there is no fixed share to stop it.
 func TestReviewGateLoneIdentityUsesEverySlot(t *testing.T) {
-	g := newReviewGate(1000, 1000, 8, time.Second)
+	g := New(1000, 1000, 8, time.Second, nil)
 	var releases []func()
 	for i := range 8 {
-		release, err := g.enter(context.Background(), "alone")
+		release, err := g.Enter(context.Background(), "alone")
 		if err != nil {
 			t.Fatalf("call %d of 8 of the only identity: %v", i+1, err)
 		}
@@ -49,10 +49,10 @@ func TestReviewGateLoneIdentityUsesEverySlot(t *testing.T) {
 // enterInOrder starts one caller per name, each queued before the next
 // starts (synctest.Wait between them), holding its slot until it receives
 // from hold (or hold is closed); log records the grants.
-func enterInOrder(t *testing.T, g *reviewGate, names []string, log *gateLog, hold <-chan struct{}, wg *sync.WaitGroup) {
+func enterInOrder(t *testing.T, g *Gate, names []string, log *gateLog, hold <-chan struct{}, wg *sync.WaitGroup) {
 	for _, who := range names {
 		wg.Go(func() {
-			release, err := g.enter(context.Background(), who)
+			release, err := g.Enter(context.Background(), who)
 			if err != nil {
 				t.Errorf("%s: %v", who, err)
 				<-hold // the test steps once per caller
@@ -74,7 +74,7 @@ func enterInOrder(t *testing.T, g *reviewGate, names []string, log *gateLog, hol
 // serve a a a b b b c.
 func TestReviewGateServesIdentitiesInTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(1e6, 1e6, 1, time.Minute)
+		g := New(1e6, 1e6, 1, time.Minute, nil)
 		log := &gateLog{}
 		hold := make(chan struct{})
 		var wg sync.WaitGroup
@@ -96,7 +96,7 @@ func TestReviewGateNewcomerServedInTheFirstTurn(t *testing.T) {
 	for _, flooders := range []int{4, 16} {
 		t.Run(fmt.Sprint(flooders, " identities"), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				g := newReviewGate(1e6, 1e6, 4, time.Minute)
+				g := New(1e6, 1e6, 4, time.Minute, nil)
 				log := &gateLog{}
 				hold := make(chan struct{})
 				var wg sync.WaitGroup
@@ -133,13 +133,13 @@ func TestReviewGateNewcomerServedInTheFirstTurn(t *testing.T) {
 // standing, and before all its others.
 func TestReviewGatePushesOutTheIdentityFurthestAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(10, 1, 4, 1050*time.Millisecond)
+		g := New(10, 1, 4, 1050*time.Millisecond, nil)
 		log := &gateLog{}
 		var wg sync.WaitGroup
 		call := func(who, label string) {
 			wg.Go(func() {
-				release, err := g.enter(context.Background(), who)
-				if errors.Is(err, errThrottled) {
+				release, err := g.Enter(context.Background(), who)
+				if errors.Is(err, ErrThrottled) {
 					log.add(label + " refused")
 					return
 				}
@@ -171,7 +171,7 @@ func TestReviewGatePushesOutTheIdentityFurthestAhead(t *testing.T) {
 // never used, b's third would come first: b b b a.
 func TestReviewGateRefusedCallGivesItsTurnBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(1e6, 1e6, 1, time.Minute)
+		g := New(1e6, 1e6, 1, time.Minute, nil)
 		log := &gateLog{}
 		hold := make(chan struct{})
 		var wg sync.WaitGroup
@@ -180,13 +180,13 @@ func TestReviewGateRefusedCallGivesItsTurnBack(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		refused := make(chan error, 1)
 		go func() {
-			_, err := g.enter(ctx, "a")
+			_, err := g.Enter(ctx, "a")
 			refused <- err
 		}()
 		synctest.Wait()
 		cancel()
-		if err := <-refused; !errors.Is(err, errThrottled) {
-			t.Fatalf("a's call whose context ended while queued: %v, want %v", err, errThrottled)
+		if err := <-refused; !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a's call whose context ended while queued: %v, want %v", err, ErrThrottled)
 		}
 		enterInOrder(t, g, []string{"a"}, log, hold, &wg)
 		close(hold)

@@ -1,4 +1,4 @@
-package extauthz
+package reviewgate
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // first turns: a, b1..b18, c1, c2.
 func TestReviewGateHoldsAMovedWaveInFairOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(10, 1, 64, 2050*time.Millisecond)
+		g := New(10, 1, 64, 2050*time.Millisecond, nil)
 		hold := make(chan struct{})
 		var wave []string
 		wave = append(wave, "a", "b1", "a", "b2", "a")
@@ -46,7 +46,7 @@ func TestReviewGateHoldsAMovedWaveInFairOrder(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, who := range wave {
 			wg.Go(func() {
-				release, err := g.enter(context.Background(), who)
+				release, err := g.Enter(context.Background(), who)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

@@ -1,4 +1,4 @@
-package extauthz
+package reviewgate
 
 import (
 	"context"
@@ -10,9 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-
-	"github.com/wirekube/relay-ws/internal/contract"
+	"go.uber.org/goleak"
 )
 
 // TestReviewGateShare: a caller whose rate token is due later than its
@@ -20,13 +18,13 @@ import (
 // waits for it.
 func TestReviewGateShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(10, 1, 4, 250*time.Millisecond) // one token per 100 ms
+		g := New(10, 1, 4, 250*time.Millisecond, nil) // one token per 100 ms
 		ctx := context.Background()
-		release, err := g.enter(ctx, "a") // the burst token
+		release, err := g.Enter(ctx, "a") // the burst token
 		must(t, err)
 		release()
 		start := time.Now()
-		release, err = g.enter(ctx, "b") // due in 100 ms: waits
+		release, err = g.Enter(ctx, "b") // due in 100 ms: waits
 		must(t, err)
 		release()
 		if waited := time.Since(start); waited != 100*time.Millisecond {
@@ -39,8 +37,8 @@ func TestReviewGateShare(t *testing.T) {
 		var refusedAt atomic.Int64
 		for i := range 3 {
 			wg.Go(func() {
-				release, err := g.enter(ctx, fmt.Sprint(i)) // one identity each
-				if errors.Is(err, errThrottled) {
+				release, err := g.Enter(ctx, fmt.Sprint(i)) // one identity each
+				if errors.Is(err, ErrThrottled) {
 					throttled.Add(1)
 					refusedAt.Store(int64(time.Since(start)))
 					return
@@ -63,14 +61,14 @@ func TestReviewGateShare(t *testing.T) {
 // rate token, the only slot stays free for a caller whose token is due.
 func TestReviewGateSlotNotHeldWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(1, 1, 1, 2*time.Second)
+		g := New(1, 1, 1, 2*time.Second, nil)
 		ctx := context.Background()
-		release, err := g.enter(ctx, "a")
+		release, err := g.Enter(ctx, "a")
 		must(t, err)
 		release()
 		done := make(chan error)
 		go func() {
-			release, err := g.enter(ctx, "b") // due in 1 s
+			release, err := g.Enter(ctx, "b") // due in 1 s
 			if err == nil {
 				release()
 			}
@@ -89,61 +87,22 @@ func TestReviewGateSlotNotHeldWhileWaiting(t *testing.T) {
 // timeout.
 func TestSlowSlotsThrottleQuickly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newReviewGate(1000, 1000, 1, 300*time.Millisecond)
+		g := New(1000, 1000, 1, 300*time.Millisecond, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		hold, err := g.enter(ctx, "a")
+		hold, err := g.Enter(ctx, "a")
 		must(t, err)
 		start := time.Now()
-		_, err = g.enter(ctx, "b")
-		if !errors.Is(err, errThrottled) || time.Since(start) != 300*time.Millisecond {
+		_, err = g.Enter(ctx, "b")
+		if !errors.Is(err, ErrThrottled) || time.Since(start) != 300*time.Millisecond {
 			t.Errorf("enter = %v after %s, want throttled after the 300ms share", err, time.Since(start))
 		}
 		hold()
 	})
 }
 
-// TestBurstOfNewTokensServedWithinRate: of many fresh tokens at once, the
-// ones that fit the rate and the share are reviewed and allowed, the rest
-// are throttled (none waits for nothing), and afterwards every in-flight
-// slot is free again and no identity is still counted in the gate.
-func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
-	e := newEnvDirect(t, func(o *Options) {
-		o.KubeAPIQPS, o.KubeAPIBurst, o.MaxReviewWait, o.CheckTimeout = 0.001, 5, 10*time.Millisecond, time.Minute
-	})
-	var wg sync.WaitGroup
-	var allowed, throttled atomic.Int64
-	for i := range 20 {
-		tok := e.answerAgent(i, func(string) (authnv1.TokenReviewStatus, error) { return podBound(), nil })
-		wg.Go(func() {
-			switch d := e.check(t, tok); d.Reason {
-			case "":
-				allowed.Add(1)
-			case contract.ReasonReviewThrottled:
-				throttled.Add(1)
-			default:
-				t.Errorf("reason %s", d.Reason)
-			}
-		})
-	}
-	wg.Wait()
-	// 5 burst tokens; the next is due in 1,000 s, far past the 10 ms share.
-	if allowed.Load() != 5 || throttled.Load() != 15 || e.reviews.Load() != 5 {
-		t.Errorf("allowed %d, throttled %d, reviews %d; want 5, 15, 5", allowed.Load(), throttled.Load(), e.reviews.Load())
-	}
-	g := e.authz.reviewer.gate
-	if free := g.freeSlots(); free != 16 { // Options.MaxInflightReviews' default
-		t.Errorf("%d in-flight slots free after every check answered, want 16", free)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.ids) != 0 || len(g.queue) != 0 {
-		t.Errorf("left in the gate after every check answered: %d identities, %d queued", len(g.ids), len(g.queue))
-	}
-}
-
 // freeSlots is the gate's count of slots not in flight.
-func (g *reviewGate) freeSlots() int {
+func (g *Gate) freeSlots() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.free
@@ -160,14 +119,14 @@ func TestReviewGateNoSlotIdleWhileCallersWait(t *testing.T) {
 	for _, ids := range []int{slots * waves, 4} {
 		t.Run(fmt.Sprint(ids, " identities"), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				g := newReviewGate(1e6, 1e6, slots, time.Minute) // slots alone bound the calls
+				g := New(1e6, 1e6, slots, time.Minute, nil) // slots alone bound the calls
 				start := time.Now()
 				var mu sync.Mutex
 				ended := map[time.Duration]int{}
 				var wg sync.WaitGroup
 				for i := range slots * waves {
 					wg.Go(func() {
-						release, err := g.enter(context.Background(), fmt.Sprint("agent-", i%ids))
+						release, err := g.Enter(context.Background(), fmt.Sprint("agent-", i%ids))
 						must(t, err)
 						time.Sleep(hold) // the TokenReview call
 						mu.Lock()
@@ -188,3 +147,12 @@ func TestReviewGateNoSlotIdleWhileCallersWait(t *testing.T) {
 		})
 	}
 }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
