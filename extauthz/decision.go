@@ -97,7 +97,7 @@ type Decision struct {
 	// may choose the object an Event is written on.
 	admissible bool
 	// firstHolder names the owner of the key of a peer_key_moved refusal
-	// (keyhistory.go): its WireKubePeer, or while that is gone its Node of
+	// (internal/keyhistory): its WireKubePeer, or while that is gone its Node of
 	// the same name, gets the Event too.
 	firstHolder string
 	// binding is what X-WireKube-Binding holds, on a relay allow.

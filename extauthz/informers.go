@@ -14,6 +14,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/keyhistory"
 	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -44,8 +45,8 @@ type Informers struct {
 	nodes  cache.SharedIndexInformer
 	peers  cache.SharedIndexInformer
 	synced []cache.InformerSynced
-	// history remembers each key's owner (keyhistory.go).
-	history *keyHistory
+	// history remembers each key's owner (internal/keyhistory).
+	history *keyhistory.History
 	wg      sync.WaitGroup
 }
 
@@ -74,11 +75,11 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key index: %w", err)
 	}
-	in.history = newKeyHistory()
-	if _, err := in.peers.AddEventHandler(in.history.peerHandler()); err != nil {
+	in.history = keyhistory.New()
+	if _, err := in.peers.AddEventHandler(in.history.PeerHandler(peerKeyOf)); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key history: %w", err)
 	}
-	if _, err := in.nodes.AddEventHandler(in.history.nodeHandler()); err != nil {
+	if _, err := in.nodes.AddEventHandler(in.history.NodeHandler()); err != nil {
 		return nil, fmt.Errorf("Node key history: %w", err)
 	}
 	return in, nil

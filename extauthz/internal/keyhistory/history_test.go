@@ -1,23 +1,17 @@
-package extauthz
+package keyhistory
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/revocation"
-	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -25,14 +19,14 @@ import (
 // after their node; an agent peer is owned by its Node (as WireKube's agent
 // sets it), another by itself. Each creation of a peer gets a new UID.
 type historySim struct {
-	h      *keyHistory
+	h      *History
 	gen    map[string]int // creations of each peer name, for its UID
 	keys   map[string]relayproto.Key
-	owners map[string]keyOwner
+	owners map[string]Owner
 }
 
 func newHistorySim() *historySim {
-	return &historySim{h: newKeyHistory(), gen: map[string]int{}, keys: map[string]relayproto.Key{}, owners: map[string]keyOwner{}}
+	return &historySim{h: New(), gen: map[string]int{}, keys: map[string]relayproto.Key{}, owners: map[string]Owner{}}
 }
 
 func simKey(b byte) relayproto.Key {
@@ -52,9 +46,9 @@ func (s *historySim) write(peer string, key byte, nodeOwned, listed bool) {
 		s.gen[peer]++
 	}
 	s.keys[peer] = simKey(key)
-	owner := keyOwner{name: peer, uid: s.uid(peer)}
+	owner := Owner{name: peer, uid: s.uid(peer)}
 	if nodeOwned {
-		owner = keyOwner{node: true, name: peer}
+		owner = Owner{node: true, name: peer}
 	}
 	s.owners[peer] = owner
 	s.h.observePeer(peer, peerSeen{uid: s.uid(peer), owner: owner, key: simKey(key), hasKey: true}, listed)
@@ -73,7 +67,7 @@ func (s *historySim) delNode(name string) { s.h.forgetNode(name, types.UID("uid-
 
 // refused is the owner peer's key is refused for ("" admitted).
 func (s *historySim) refused(peer string) string {
-	o, ok := s.h.refusal(s.owners[peer], s.keys[peer])
+	o, ok := s.h.Refusal(s.owners[peer], s.keys[peer])
 	if !ok {
 		return ""
 	}
@@ -194,7 +188,7 @@ func TestKeyHistory(t *testing.T) {
 					t.Errorf("%s refused for owner %q, want %q", peer, got, want)
 				}
 			}
-			if got := s.h.size(); got != tc.size {
+			if got := s.h.Size(); got != tc.size {
 				t.Errorf("keys remembered %d, want %d", got, tc.size)
 			}
 		})
@@ -208,11 +202,11 @@ func TestKeyHistoryBounded(t *testing.T) {
 	for i := range 1000 {
 		s.set("V", byte(i%251), false)
 	}
-	if got := s.h.size(); got != historyKeysPerOwner {
+	if got := s.h.Size(); got != historyKeysPerOwner {
 		t.Fatalf("keys remembered %d after 1,000 rotations, want %d", got, historyKeysPerOwner)
 	}
 	s.del("V")
-	if got := s.h.size(); got != 0 || len(s.h.byOwner) != 0 || len(s.h.peers) != 0 || len(s.h.holders) != 0 {
+	if got := s.h.Size(); got != 0 || len(s.h.byOwner) != 0 || len(s.h.peers) != 0 || len(s.h.holders) != 0 {
 		t.Fatalf("keys %d, owners %d, peers %d, held keys %d after the delete, want 0 each",
 			got, len(s.h.byOwner), len(s.h.peers), len(s.h.holders))
 	}
@@ -226,12 +220,12 @@ func TestKeyHistoryRetiredNodesBounded(t *testing.T) {
 	for i := range 300 {
 		name := fmt.Sprint("n", i)
 		s.node(name)
-		s.h.observePeer(name, peerSeen{uid: "u", owner: keyOwner{node: true, name: name},
+		s.h.observePeer(name, peerSeen{uid: "u", owner: Owner{node: true, name: name},
 			key: relayproto.Key{byte(i), byte(i >> 8), 1}, hasKey: true}, true)
 		s.delNode(name)
 		s.del(name)
 	}
-	if got := s.h.size(); got != 256 {
+	if got := s.h.Size(); got != 256 {
 		t.Fatalf("keys remembered %d after 300 Nodes deleted, want 256", got)
 	}
 }
@@ -294,11 +288,11 @@ func TestKeyHistoryFromInformerEvents(t *testing.T) {
 		}, "N", "Node M"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newKeyHistory()
+			h := New()
 			h.retiredMax = 1
-			tc.run(h.peerHandler(), h.nodeHandler())
+			tc.run(h.PeerHandler(keyOf), h.NodeHandler())
 			got := ""
-			if o, ok := h.refusal(h.peers[tc.peer].owner, simKey(1)); ok {
+			if o, ok := h.Refusal(h.peers[tc.peer].owner, simKey(1)); ok {
 				got = o.String()
 			}
 			if got != tc.want {
@@ -308,96 +302,24 @@ func TestKeyHistoryFromInformerEvents(t *testing.T) {
 	}
 }
 
-var freshKeyB64 = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
-
-// moveKey plays the attack on the fixtures: node-a's agent (M) writes a
-// fresh key into node-b's WireKubePeer (V), then node-b's old key into
-// node-a's, and waits until the informer and the key history saw both.
-func moveKey(t *testing.T, env *env) {
-	t.Helper()
-	testutil.Eventually(t, "the listed keys in the history", func() bool { return env.in.KeyHistorySize() == 3 })
-	peers := env.dyn.Resource(PeerGVR)
-	_, err := peers.Update(t.Context(), peerObject("node-b", freshKeyB64), metav1.UpdateOptions{})
-	must(t, err)
-	testutil.Eventually(t, "node-b's fresh key in the history", func() bool { return env.in.KeyHistorySize() == 4 })
-	_, err = peers.Update(t.Context(), peerObject("node-a", peerKeyBB64), metav1.UpdateOptions{})
-	must(t, err)
-	testutil.Eventually(t, "node-a holding node-b's old key", func() bool {
-		k, _ := env.in.PeerKey("node-a")
-		return k == peerKeyBB64
-	})
+// peerObject is a WireKubePeer of name with spec.publicKey key (base64).
+func peerObject(name, key string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "wirekube.io/v1alpha1", "kind": "WireKubePeer",
+		"metadata": map[string]any{"name": name, "uid": "uid-peer-" + name},
+		"spec":     map[string]any{"publicKey": key},
+	}}
 }
 
-// TestKeyMovedRefusedAtCheck goes through a check: after the move, node-a's
-// agent is refused 403 peer_key_moved (no peer_key_duplicate: each key has
-// one holder), with a Warning Event on both WireKubePeers; once node-b is
-// deleted the key is node-a's and the agent is admitted.
-func TestKeyMovedRefusedAtCheck(t *testing.T) {
-	env := newEnv(t, nil)
-	e := newEventsEnv(t, env.in)
-	env.authz.events = peerEvents{e.ev}
-	moveKey(t, env)
-	tok := env.tokens()["agent-pod"]
-	resp, err := env.srv.Check(context.Background(), relayCheck(tok, nil))
-	must(t, err)
-	assertDenied(t, resp, contract.ReasonPeerKeyMoved)
-	e.drain(t)
-	got := map[string]string{}
-	for _, ev := range e.events(t) {
-		got[ev.InvolvedObject.Name] = ev.Reason + " " + ev.Type
+// keyOf reads spec.publicKey as the informers of extauthz do: base64 of 32
+// bytes, else no key.
+func keyOf(u *unstructured.Unstructured) (relayproto.Key, bool) {
+	raw, _, _ := unstructured.NestedString(u.Object, "spec", "publicKey")
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil || len(b) != len(relayproto.Key{}) {
+		return relayproto.Key{}, false
 	}
-	if len(got) != 2 || got["node-a"] != "peer_key_moved Warning" || got["node-b"] != "peer_key_moved Warning" {
-		t.Fatalf("Events %v, want a Warning peer_key_moved on node-a and on node-b", got)
-	}
-	must(t, env.dyn.Resource(PeerGVR).Delete(t.Context(), "node-b", metav1.DeleteOptions{}))
-	testutil.Eventually(t, "node-b forgotten, its old key node-a's", func() bool {
-		_, ok := env.in.PeerRef("node-b")
-		return !ok && env.in.KeyHistorySize() == 2
-	})
-	resp, err = env.srv.Check(context.Background(), relayCheck(tok, nil))
-	must(t, err)
-	if resp.GetDeniedResponse() != nil {
-		t.Fatalf("denied after node-b was deleted: %v", resp.GetDeniedResponse().GetHeaders())
-	}
+	return relayproto.Key(b), true
 }
 
-// TestKeyMovedRevokesLiveSession goes through the hub: a live session of
-// node-a's agent bound to the moved key (admitted by a replica that did
-// not see the move) is revoked with peer_key_moved as soon as its binding
-// reaches this extauthz.
-func TestKeyMovedRevokesLiveSession(t *testing.T) {
-	env := newEnv(t, nil)
-	moveKey(t, env)
-	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	must(t, err)
-	st := newRevocationStream()
-	moved := bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
-	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
-	out := hub.judge(st)
-	want := fmt.Sprintf("%v", []revocation.Op{{Kind: revocation.KindRevoke, ID: 7, Reason: string(contract.ReasonPeerKeyMoved)}})
-	if fmt.Sprintf("%v", out) != want {
-		t.Fatalf("ops %v, want %s", out, want)
-	}
-	if st.size() != 0 {
-		t.Fatalf("%d bindings still watched, want 0", st.size())
-	}
-}
-
-// TestSlimPeerKeepsNodeOwners: the informer's transform keeps a
-// WireKubePeer's Node owner references (the key history's evidence) and
-// drops every other owner reference.
-func TestSlimPeerKeepsNodeOwners(t *testing.T) {
-	u := peerObject("V", simKey(1).Base64())
-	u.SetOwnerReferences([]metav1.OwnerReference{
-		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs"},
-		{APIVersion: "v1", Kind: "Node", Name: "V", UID: "uid-node-V", Controller: new(bool)},
-	})
-	out, err := slimObject(u)
-	must(t, err)
-	got := out.(*unstructured.Unstructured).GetOwnerReferences()
-	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "V", UID: "uid-node-V"}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("owner references after the transform %+v, want %+v", got, want)
-	}
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

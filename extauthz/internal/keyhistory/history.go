@@ -1,16 +1,5 @@
-package extauthz
-
-import (
-	"slices"
-	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/wirekube/relay-ws/relayproto"
-)
-
-// Key ownership (docs/revocation.md#moved-keys). Every agent may write every
-// WireKubePeer: node M can write a fresh key into victim V's WireKubePeer and
+// Package keyhistory remembers who published each key first
+// (docs/revocation.md#moved-keys). Every agent may write every WireKubePeer: node M can write a fresh key into victim V's WireKubePeer and
 // then V's old key into its own, or wait until V's WireKubePeer is deleted
 // and re-created (an operator's delete, an agent reinstall, a Node
 // re-registered) and write V's key into its own peer in that gap. extauthz
@@ -42,6 +31,16 @@ import (
 // the same order decide alike. Bounded: at most historyKeysPerOwner keys per
 // owner; owners are existing WireKubePeers, existing Nodes and at most
 // retiredNodesMax deleted Nodes.
+package keyhistory
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wirekube/relay-ws/relayproto"
+)
 
 // historyKeysPerOwner bounds the keys remembered per owner: its current key
 // and its last few before (a rotation back to one of them stays admitted as
@@ -52,16 +51,19 @@ const historyKeysPerOwner = 4
 // re-registering under its name, a scale-down's worth of Nodes).
 const retiredNodesMax = 256
 
-// keyOwner is who published a key: a Node by name, or a WireKubePeer by
+// Owner is who published a key: a Node by name, or a WireKubePeer by
 // name and UID.
-type keyOwner struct {
+type Owner struct {
 	node bool
 	name string
 	uid  types.UID // the WireKubePeer's; empty for a Node
 }
 
+// Name is the Node's or the WireKubePeer's name.
+func (o Owner) Name() string { return o.name }
+
 // String names the owner for a log line or a Decision's detail.
-func (o keyOwner) String() string {
+func (o Owner) String() string {
 	if o.node {
 		return "Node " + o.name
 	}
@@ -71,16 +73,16 @@ func (o keyOwner) String() string {
 // peerSeen is an existing WireKubePeer as its last event showed it.
 type peerSeen struct {
 	uid    types.UID
-	owner  keyOwner
+	owner  Owner
 	key    relayproto.Key
 	hasKey bool
 }
 
-// keyHistory remembers the owners of keys. Safe for concurrent use.
-type keyHistory struct {
+// History remembers the owners of keys. Safe for concurrent use.
+type History struct {
 	mu      sync.Mutex
-	byKey   map[relayproto.Key][]keyOwner // several only when listed so at start
-	byOwner map[keyOwner][]relayproto.Key // most recent last, at most historyKeysPerOwner
+	byKey   map[relayproto.Key][]Owner // several only when listed so at start
+	byOwner map[Owner][]relayproto.Key // most recent last, at most historyKeysPerOwner
 	peers   map[string]peerSeen
 	holders map[relayproto.Key][]string // the existing peers holding each key
 	nodes   map[string]types.UID        // existing Nodes
@@ -89,8 +91,9 @@ type keyHistory struct {
 	retiredMax int
 }
 
-func newKeyHistory() *keyHistory {
-	return &keyHistory{byKey: map[relayproto.Key][]keyOwner{}, byOwner: map[keyOwner][]relayproto.Key{},
+// New is an empty history.
+func New() *History {
+	return &History{byKey: map[relayproto.Key][]Owner{}, byOwner: map[Owner][]relayproto.Key{},
 		peers: map[string]peerSeen{}, holders: map[relayproto.Key][]string{}, nodes: map[string]types.UID{},
 		retiredMax: retiredNodesMax}
 }
@@ -98,7 +101,7 @@ func newKeyHistory() *keyHistory {
 // observePeer records WireKubePeer name as an event shows it. listed: the
 // event is of the informer's initial list, so the peer is an owner of its
 // key even when others hold it too (which came first is unknown).
-func (h *keyHistory) observePeer(name string, p peerSeen, listed bool) {
+func (h *History) observePeer(name string, p peerSeen, listed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old, existed := h.peers[name]
@@ -127,7 +130,7 @@ func (h *keyHistory) observePeer(name string, p peerSeen, listed bool) {
 }
 
 // unholdLocked removes name from the holders of its previous key.
-func (h *keyHistory) unholdLocked(name string, old peerSeen) {
+func (h *History) unholdLocked(name string, old peerSeen) {
 	if !old.hasKey {
 		return
 	}
@@ -141,7 +144,7 @@ func (h *keyHistory) unholdLocked(name string, old peerSeen) {
 
 // addLocked makes o an owner of key, its most recent, forgetting its oldest
 // beyond historyKeysPerOwner.
-func (h *keyHistory) addLocked(o keyOwner, key relayproto.Key) {
+func (h *History) addLocked(o Owner, key relayproto.Key) {
 	keys := h.byOwner[o]
 	if i := slices.Index(keys, key); i >= 0 {
 		keys = slices.Delete(keys, i, i+1)
@@ -157,8 +160,8 @@ func (h *keyHistory) addLocked(o keyOwner, key relayproto.Key) {
 }
 
 // unownLocked removes o from the owners of key.
-func (h *keyHistory) unownLocked(o keyOwner, key relayproto.Key) {
-	rest := slices.DeleteFunc(h.byKey[key], func(x keyOwner) bool { return x == o })
+func (h *History) unownLocked(o Owner, key relayproto.Key) {
+	rest := slices.DeleteFunc(h.byKey[key], func(x Owner) bool { return x == o })
 	if len(rest) == 0 {
 		delete(h.byKey, key)
 		return
@@ -167,7 +170,7 @@ func (h *keyHistory) unownLocked(o keyOwner, key relayproto.Key) {
 }
 
 // forgetOwnerLocked drops every key o owns.
-func (h *keyHistory) forgetOwnerLocked(o keyOwner) {
+func (h *History) forgetOwnerLocked(o Owner) {
 	for _, key := range h.byOwner[o] {
 		h.unownLocked(o, key)
 	}
@@ -175,7 +178,7 @@ func (h *keyHistory) forgetOwnerLocked(o keyOwner) {
 }
 
 // forgetPeer records the deletion of WireKubePeer name.
-func (h *keyHistory) forgetPeer(name string) {
+func (h *History) forgetPeer(name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dropPeerLocked(name)
@@ -183,7 +186,7 @@ func (h *keyHistory) forgetPeer(name string) {
 
 // dropPeerLocked drops peer name. Its keys go with it when it is their
 // owner; a Node owner keeps them while it lasts (liveLocked).
-func (h *keyHistory) dropPeerLocked(name string) {
+func (h *History) dropPeerLocked(name string) {
 	p, ok := h.peers[name]
 	if !ok {
 		return
@@ -196,7 +199,7 @@ func (h *keyHistory) dropPeerLocked(name string) {
 }
 
 // observeNode records that Node name exists with uid.
-func (h *keyHistory) observeNode(name string, uid types.UID) {
+func (h *History) observeNode(name string, uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.nodes[name] = uid
@@ -205,7 +208,7 @@ func (h *keyHistory) observeNode(name string, uid types.UID) {
 
 // forgetNode records the deletion of Node name (uid): its keys stay owned
 // while it is among the last retiredNodesMax Nodes deleted.
-func (h *keyHistory) forgetNode(name string, uid types.UID) {
+func (h *History) forgetNode(name string, uid types.UID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if got, ok := h.nodes[name]; !ok || (uid != "" && got != uid) {
@@ -214,14 +217,14 @@ func (h *keyHistory) forgetNode(name string, uid types.UID) {
 	delete(h.nodes, name)
 	h.retired = append(h.retired, name)
 	if len(h.retired) > h.retiredMax {
-		h.forgetOwnerLocked(keyOwner{node: true, name: h.retired[0]})
+		h.forgetOwnerLocked(Owner{node: true, name: h.retired[0]})
 		h.retired = slices.Delete(h.retired, 0, 1)
 	}
 }
 
 // liveLocked reports whether o still exists: its WireKubePeer (same UID),
 // or its Node, existing or among the recently deleted.
-func (h *keyHistory) liveLocked(o keyOwner) bool {
+func (h *History) liveLocked(o Owner) bool {
 	if !o.node {
 		p, ok := h.peers[o.name]
 		return ok && p.uid == o.uid
@@ -230,28 +233,28 @@ func (h *keyHistory) liveLocked(o keyOwner) bool {
 	return ok || slices.Contains(h.retired, o.name)
 }
 
-// refusal returns an owner of key other than owner (the owner of the
+// Refusal returns an owner of key other than owner (the owner of the
 // WireKubePeer asking, ownerOf its cached object) that still exists: that
 // peer must not use key. False when it may (owner is an owner of key, or no
 // owner of key exists).
-func (h *keyHistory) refusal(owner keyOwner, key relayproto.Key) (keyOwner, bool) {
+func (h *History) Refusal(owner Owner, key relayproto.Key) (Owner, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	owners := h.byKey[key]
 	if slices.Contains(owners, owner) {
-		return keyOwner{}, false
+		return Owner{}, false
 	}
 	for _, o := range owners {
 		if h.liveLocked(o) {
 			return o, true
 		}
 	}
-	return keyOwner{}, false
+	return Owner{}, false
 }
 
-// size is the number of keys with an owner remembered
+// Size is the number of keys with an owner remembered
 // (wirekube_extauthz_peer_key_history_keys).
-func (h *keyHistory) size() int {
+func (h *History) Size() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.byKey)
