@@ -1,23 +1,7 @@
-package events
-
-import (
-	"fmt"
-	"log/slog"
-	"sync/atomic"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/utils/clock"
-
-	"github.com/wirekube/relay-ws/internal/contract"
-)
-
-// Package events records Kubernetes Events on the WireKubePeer (docs/extauthz.md#events):
-// when extauthz revokes a live session, or refuses an upgrade for a reason
-// the operator must fix on the peer, `kubectl describe wkpeer NAME` shows it.
+// Package events records Kubernetes Events on the WireKubePeer
+// (docs/extauthz.md#events): when extauthz revokes a live session, or
+// refuses an upgrade for a reason the operator must fix on the peer,
+// `kubectl describe wkpeer NAME` shows it.
 //
 // The pipeline is ours, the rate limit is client-go's: tools/record's
 // EventCorrelator (spam filter per object, aggregation, counting of repeats)
@@ -26,96 +10,13 @@ import (
 // 10 s apart. Here a full queue and a failed write are both counted
 // (wirekube_extauthz_peer_events_total), a write is tried once, and nothing
 // on the check path waits for any of it.
+package events
 
-// Where and how Events are written.
-const (
-	// eventsNamespace: kube-apiserver accepts an Event about a
-	// cluster-scoped object (involvedObject.namespace empty) only in
-	// "default" (core/v1 Events without eventTime; kube-system too with
-	// eventTime, events.k8s.io). kubectl describe lists such an object's
-	// Events in every namespace, so "default" is found.
-	eventsNamespace = metav1.NamespaceDefault
-	// eventsComponent is the Events' source.component.
-	eventsComponent = "wirekube-extauthz"
-	// eventsQueue bounds the Events waiting to be written; one more is
-	// dropped (result="dropped").
-	eventsQueue = 256
-	// QueueShare bounds the refusal Events of one object and reason
-	// waiting in the queue; one more is not queued (result="share_full").
-	// One identity is refused for one reason at a time, about its own peer
-	// (and, for peer_key_moved, the peer that held the key first): filling
-	// the queue takes eventsQueue/QueueShare (32) such pairs.
-	QueueShare = 8
-	// eventsBurst Events per object and reason, then one every
-	// eventsRefill: the spam filter keys on source, object, type and reason
-	// (eventSpamKey), so every WireKubePeer (and Node) has a budget per
-	// reason, and a flood of one refusal leaves the others' Events.
-	eventsBurst  = 5
-	eventsRefill = 5 * time.Minute
-	// eventsWriteTimeout bounds one create or patch.
-	eventsWriteTimeout = 5 * time.Second
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
-
-// Results of wirekube_extauthz_peer_events_total.
-const (
-	eventCreated     = "created"      // a new Event
-	eventUpdated     = "updated"      // an existing Event's count patched
-	eventRateLimited = "rate_limited" // the object's budget was spent
-	eventDropped     = "dropped"      // the queue was full
-	eventShareFull   = "share_full"   // the object and reason held their share of the queue
-	eventFailed      = "failed"       // the API server refused or did not answer
-)
-
-// Client writes Events (kubernetes.Interface.CoreV1() fits).
-type Client = corev1client.EventsGetter
-
-// Objects resolves the objects Events are about: a WireKubePeer, or a
-// Node (for a peer that does not exist). extauthz's Informers implements it.
-type Objects interface {
-	PeerRef(name string) (corev1.ObjectReference, bool)
-	NodeRef(name string) (corev1.ObjectReference, bool)
-}
-
-// Recorder records Events on WireKubePeers. Revoked and Refused never
-// block and never fail; Run writes what they queued. Revocations and
-// refusals go through two lanes, each with its own queue, spam filter and
-// writer (lanes.go): no number of refusals, which a client can
-// provoke, delays, drops or rate-limits the Event of a revocation, which only
-// an object change causes. Safe for concurrent use.
-type Recorder struct {
-	client      Client
-	objects     Objects
-	clock       clock.PassiveClock
-	source      corev1.EventSource
-	results     *prometheus.CounterVec
-	log         *slog.Logger
-	revocations *Lane
-	refusals    *Lane
-	failing     atomic.Bool // a failure was logged and no write of either lane succeeded since
-}
-
-// New builds the recorder; host is source.host (the Pod name), clk nil
-// means the real clock.
-func New(client Client, objects Objects, reg prometheus.Registerer, log *slog.Logger,
-	host string, clk clock.PassiveClock) (*Recorder, error) {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	e := &Recorder{client: client, objects: objects, clock: clk,
-		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
-		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "wirekube_extauthz", Name: "peer_events_total",
-			Help: "Kubernetes Events on WireKubePeers and WireKubeMeshes by lane (revocation|refusal|mesh) and result " +
-				"(created|updated|rate_limited|dropped|share_full|failed).",
-		}, []string{"lane", "result"}),
-	}
-	// Only an object change causes a revocation: that lane needs no share.
-	e.revocations, e.refusals = e.NewLane(laneRevocation, 0), e.NewLane(laneRefusal, QueueShare)
-	if err := reg.Register(e.results); err != nil {
-		return nil, fmt.Errorf("events metrics: %w", err)
-	}
-	return e, nil
-}
 
 // Revoked records that extauthz closed a live session of peer for r.
 func (e *Recorder) Revoked(peer string, r contract.Reason) {

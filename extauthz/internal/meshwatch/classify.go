@@ -9,9 +9,16 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 )
+
+// GVR is the WireKubeMesh resource (cluster-scoped).
+var GVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubemeshes"}
+
+// Kind is the WireKubeMesh kind.
+const Kind = "WireKubeMesh"
 
 // Which relay endpoint a WireKubeMesh makes WireKube's agents dial, read
 // the way the agent reads it (v0.0.17 and main, pkg/agent/agent.go:

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -29,12 +28,6 @@ import (
 // counter, a log line per change and a Warning Event on the mesh. It
 // reports only: no check, no readiness depends on it, and nothing is
 // refused (an admission policy is what refuses such writes).
-
-// GVR is the WireKubeMesh resource (cluster-scoped).
-var GVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubemeshes"}
-
-// Kind is the WireKubeMesh kind.
-const Kind = "WireKubeMesh"
 
 // Bounds of the mesh watch's log lines: a node that rewrites the mesh in a
 // loop writes one line per change, meshLogBurst of them, then one every
