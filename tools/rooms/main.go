@@ -42,9 +42,20 @@ func run(w io.Writer, patterns []string, showEdges bool) error {
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
-	pkgs, err := goList(patterns)
+	rooms, err := measureAll(patterns)
 	if err != nil {
 		return err
+	}
+	report(w, rooms, showEdges)
+	return nil
+}
+
+// measureAll measures every package the patterns name (not their
+// dependencies).
+func measureAll(patterns []string) ([]room, error) {
+	pkgs, err := goList(patterns)
+	if err != nil {
+		return nil, err
 	}
 	exports := map[string]string{}
 	for _, p := range pkgs {
@@ -57,12 +68,11 @@ func run(w io.Writer, patterns []string, showEdges bool) error {
 		}
 		r, err := measure(p, exports)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.ImportPath, err)
+			return nil, fmt.Errorf("%s: %w", p.ImportPath, err)
 		}
 		rooms = append(rooms, r)
 	}
-	report(w, rooms, showEdges)
-	return nil
+	return rooms, nil
 }
 
 func goList(patterns []string) ([]listed, error) {

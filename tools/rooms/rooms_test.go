@@ -51,3 +51,24 @@ func (t *T) long() {
 		t.Errorf("longest %s, %d lines; want x.go:T.long, 4", name, n)
 	}
 }
+
+// TestExtauthzRoomsReadBottomUp: every room under extauthz/internal/ keeps
+// its files free of cycles (0 references back up), as docs/architecture.md
+// says; the scan finds the five rooms and kubewatch.
+func TestExtauthzRoomsReadBottomUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks extauthz/internal/ from export data")
+	}
+	rooms, err := measureAll([]string{"github.com/wirekube/relay-ws/extauthz/internal/..."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rooms) < 6 {
+		t.Fatalf("measured %d packages under extauthz/internal/, want at least 6", len(rooms))
+	}
+	for _, r := range rooms {
+		if r.backUp != 0 {
+			t.Errorf("%s: %d references run back up: %v", r.path, r.backUp, r.upEdges)
+		}
+	}
+}
