@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -37,7 +38,7 @@ type Deps struct {
 	Keys FetchFunc
 	// Events records Kubernetes Events on WireKubePeers for the refusals
 	// and revocations an operator must act on; nil records none.
-	Events *PeerEvents
+	Events *events.Recorder
 }
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
@@ -50,7 +51,7 @@ type Authorizer struct {
 	keys     *keySet
 	verifier *verifier
 	outage   *outage
-	events   *PeerEvents // nil: none recorded
+	events   peerEvents
 	now      func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
 	// to this process (the RevocationHub; keyholder.go). Set before serving;
@@ -102,7 +103,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
 		now: d.Now, metrics: m, log: d.Logger}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
-		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: d.Events,
+		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}
 	if cfg.onThrottled == ThrottledReviewAfter {
 		if a.after, err = newReviewAfter(cfg.afterPending, d.Registry, d.Now); err != nil {

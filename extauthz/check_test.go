@@ -288,7 +288,7 @@ func checkCases() []checkCase {
 
 func TestCheck(t *testing.T) {
 	// The table's tokens are reviewed back to back: a burst that the review
-	// rate (fairness.go) must leave room for.
+	// rate (internal/reviewgate) must leave room for.
 	e := newEnv(t, func(o *Options) { o.KubeAPIBurst = 1000 })
 	tok := e.tokens()
 	for k, v := range e.forgedTokens() {

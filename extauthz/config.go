@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 )
 
@@ -33,7 +35,7 @@ type Config struct {
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (verify.go,
-	// offline.go, fairness.go).
+	// offline.go, internal/reviewgate).
 	issuers        []string
 	jwksInterval   time.Duration
 	jwksMinRefresh time.Duration
@@ -46,10 +48,10 @@ type Config struct {
 	reviewBurst    int
 	// The revocation Watch listener (revocation_options.go).
 	revocation RevocationOptions
-	// The admission policy reported on (admissionoptions.go).
-	peerAdmission peerAdmissionConfig
+	// The admission policy reported on (internal/admission).
+	peerAdmission admission.Config
 	// The WireKubeMesh watch (meshwatch_options.go).
-	meshWatch meshWatchConfig
+	meshWatch meshwatch.Config
 	// The identity header signature (signing.go).
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
@@ -94,8 +96,8 @@ func (o *Options) Complete() (*Config, error) {
 		reviewQPS:        o.KubeAPIQPS,
 		reviewBurst:      o.KubeAPIBurst,
 		revocation:       o.RevocationOptions,
-		peerAdmission:    o.PeerAdmissionOptions.complete(),
-		meshWatch:        o.MeshWatchOptions.complete(),
+		peerAdmission:    o.PeerAdmissionOptions.Complete(),
+		meshWatch:        o.MeshWatchOptions.Complete(),
 		signing:          o.SigningOptions,
 		failureLimit:     o.FailureLimitOptions,
 	}

@@ -97,7 +97,7 @@ type Decision struct {
 	// may choose the object an Event is written on.
 	admissible bool
 	// firstHolder names the owner of the key of a peer_key_moved refusal
-	// (keyhistory.go): its WireKubePeer, or while that is gone its Node of
+	// (internal/keyhistory): its WireKubePeer, or while that is gone its Node of
 	// the same name, gets the Event too.
 	firstHolder string
 	// binding is what X-WireKube-Binding holds, on a relay allow.
@@ -133,7 +133,7 @@ func deny(r contract.Reason) Decision { return Decision{Reason: r} }
 // the request shape, the path and the origin passed. Every failure, including
 // an internal one, is a deny: fail closed. It records one metric sample and
 // one log line per call, and queues an Event for a refusal an operator must
-// act on (events.go; it never waits).
+// act on (internal/events; it never waits).
 func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	start := time.Now()
 	client := a.clientAddress(&req)
@@ -174,98 +174,20 @@ const (
 // decide makes the decision; deadline is the check's (--check-timeout from
 // its start). Only the calls that may wait (a signature verification that
 // may fetch the JWKS, a TokenReview) run under it: a cache hit needs no
-// timer.
+// timer. The checks run in this order, cheapest first (checks.go); the
+// first that fails decides.
 func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Request) Decision {
-	p, rawQuery, ok := splitTarget(req.Target)
-	if ok && hasTokenInURL(p, rawQuery) {
-		return deny(contract.ReasonTokenInURL)
-	}
-	token, reason := parseAuthorization(req.Authorization)
-	if reason != "" {
+	var c checked
+	if reason := a.checkShape(req, &c); reason != "" { // the URL, Authorization, the token's shape, path, origin
 		return deny(reason)
 	}
-	k := a.reviewer.key(token)
-	cached, inCache := a.reviewer.cachedVerification(k)
-	held := inCache && a.verifier.holds(cached)
-	// A held verification is of these very bytes (k is the HMAC of the
-	// whole token), which passed checkPayload before they were verified:
-	// its answer cannot have changed.
-	if !held && checkPayload(token) != nil {
-		return deny(contract.ReasonTokenMalformed)
-	}
-	kind, reason := a.checkPath(req, p, ok)
-	if reason != "" {
-		return deny(reason)
-	}
-	if reason := a.checkOrigin(req.Origin); reason != "" {
-		return deny(reason)
-	}
-	ver, reason, detail := cached, contract.Reason(""), ""
-	if !held {
-		vctx, cancel := context.WithDeadline(ctx, deadline)
-		ver, reason, detail = a.verifyAgain(vctx, k, token, inCache)
-		cancel()
-	}
-	if reason != "" {
-		d := Decision{Reason: reason, Detail: detail}
-		if detail == verifyExpired && ver != nil {
-			d.ClaimedNode = claimedNode(ver.claims) // an expired token: whose node did not refresh it
-			d.admissible = a.admissible(ver.claims, kind)
-		}
+	if d, ok := a.verifyLocally(ctx, deadline, &c); !ok { // signature and claims; no rule could admit it
 		return d
 	}
-	claims := ver.claims
-	if kind == pathRelay && claims.secretBound() {
-		return deny(contract.ReasonTokenSecretBound) // before any TokenReview is spent on it
+	if d, ok := a.reviewToken(ctx, deadline, &c); !ok { // TokenReview, or what stands in when it cannot answer
+		return d
 	}
-	// The expiry of the verified claims (checkClaims requires one): it
-	// bounds the cache entry and becomes X-WireKube-Token-Expires.
-	exp := claims.Expiry.Time().UTC()
-	if !a.admissible(claims, kind) {
-		// Before any API call: no rule admits this identity (prefilter.go).
-		return Decision{Reason: contract.ReasonIdentityNotAllowed, Detail: detailSubjectRefused}
-	}
-	rv, hit := a.reviewer.cachedReview(k)
-	if !hit {
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		rv, hit, reason = a.reviewer.Review(rctx, k, token, exp, ver)
-		cancel()
-	}
-	offline := false
-	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {
-		// Throttled during an outage too: the calls that pass the gate
-		// probe the API; the others need not wait for it to fail.
-		rv, offline, reason = a.reviewOffline(claims, reason)
-	}
-	owed := false // review-after: admitted on the claims, the TokenReview follows
-	if reason == contract.ReasonReviewThrottled {
-		rv, owed, reason = a.reviewThrottledAfter(claims, kind, reason)
-	}
-	if reason == "" {
-		reason = checkReview(&rv, token, a.cfg.audience)
-	}
-	if reason != "" {
-		return Decision{Reason: reason, CacheHit: hit, ClaimedNode: claimedNode(claims)}
-	}
-	var d Decision
-	if kind == pathAuthnOnly {
-		d = a.allowListed(&rv)
-	} else {
-		d = a.bindPeer(&rv, exp)
-		if !d.Allowed() && d.Peer == "" {
-			d.ClaimedNode = rv.nodeName // the log names the node of a refused binding
-		}
-		if d.Allowed() && !probeOnly(req.Subprotocols) {
-			d = a.checkKeyHolder(d)
-		}
-		if owed {
-			d = a.oweReview(d, k, token, exp, ver, &rv)
-		}
-	}
-	d.CacheHit, d.Offline = hit, offline
-	d.ReviewOwed = owed && d.Allowed()
-	d.Identity = rv.username
-	return d
+	return a.bindIdentity(req, &c) // the allowlist, or the WireKubePeer, its key and the key's holder
 }
 
 // checkReview maps a TokenReview answer (fresh or cached, positive or

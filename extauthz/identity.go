@@ -169,7 +169,7 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 			Detail: "key also in WireKubePeer " + strings.Join(others, ",")}
 	}
 	if d, moved := a.keyMoved(peer, key); moved {
-		return d // another, existing WireKubePeer held this key first (keyhistory.go)
+		return d // another, existing WireKubePeer held this key first (internal/keyhistory)
 	}
 	b := bindingOf(rv, node, peer, key)
 	hs := append(make([]Header, 0, 5+signedHeaders),

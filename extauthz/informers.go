@@ -10,17 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/keyhistory"
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // PeerGVR is the WireKubePeer resource (cluster-scoped).
-var PeerGVR = schema.GroupVersionResource{Group: "wirekube.io", Version: "v1alpha1", Resource: "wirekubepeers"}
+var PeerGVR = kubewatch.PeerGVR
 
 // PeerKind is the WireKubePeer kind.
 const PeerKind = "WireKubePeer"
@@ -45,8 +45,8 @@ type Informers struct {
 	nodes  cache.SharedIndexInformer
 	peers  cache.SharedIndexInformer
 	synced []cache.InformerSynced
-	// history remembers each key's owner (keyhistory.go).
-	history *keyHistory
+	// history remembers each key's owner (internal/keyhistory).
+	history *keyhistory.History
 	wg      sync.WaitGroup
 }
 
@@ -58,28 +58,28 @@ func NewInformers(cfg *Config, core CoreClient, peers dynamic.ResourceInterface)
 	var err error
 	for _, ns := range cfg.watchedNamespaces {
 		pods, sas := core.Pods(ns), core.ServiceAccounts(ns)
-		if in.pods[ns], err = in.add(listWatch(core, pods.List, pods.Watch), &corev1.Pod{}); err != nil {
+		if in.pods[ns], err = in.add(kubewatch.ListWatch(core, pods.List, pods.Watch), &corev1.Pod{}); err != nil {
 			return nil, err
 		}
-		if in.sas[ns], err = in.add(listWatch(core, sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
+		if in.sas[ns], err = in.add(kubewatch.ListWatch(core, sas.List, sas.Watch), &corev1.ServiceAccount{}); err != nil {
 			return nil, err
 		}
 	}
 	nodes := core.Nodes()
-	if in.nodes, err = in.add(listWatch(core, nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
+	if in.nodes, err = in.add(kubewatch.ListWatch(core, nodes.List, nodes.Watch), &corev1.Node{}); err != nil {
 		return nil, err
 	}
-	if in.peers, err = in.add(listWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
+	if in.peers, err = in.add(kubewatch.ListWatch(peers, peers.List, peers.Watch), &unstructured.Unstructured{}); err != nil {
 		return nil, err
 	}
 	if err := in.peers.AddIndexers(cache.Indexers{peerKeyIndex: peerKeyIndexFunc}); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key index: %w", err)
 	}
-	in.history = newKeyHistory()
-	if _, err := in.peers.AddEventHandler(in.history.peerHandler()); err != nil {
+	in.history = keyhistory.New()
+	if _, err := in.peers.AddEventHandler(in.history.PeerHandler(peerKeyOf)); err != nil {
 		return nil, fmt.Errorf("WireKubePeer key history: %w", err)
 	}
-	if _, err := in.nodes.AddEventHandler(in.history.nodeHandler()); err != nil {
+	if _, err := in.nodes.AddEventHandler(in.history.NodeHandler()); err != nil {
 		return nil, fmt.Errorf("Node key history: %w", err)
 	}
 	return in, nil
@@ -98,29 +98,11 @@ func (in *Informers) add(lw cache.ListerWatcher, example runtime.Object) (cache.
 	return inf, nil
 }
 
-// listWatch adapts a typed client's List and Watch to a ListerWatcher. The
-// reflector streams the initial list as a watch (WatchList) unless client
-// says it cannot (client-go's fakes, wrapped by NewClients), as the informer
-// factories decide.
-func listWatch[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
-	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return list(ctx, o)
-		},
-		WatchFuncWithContext: watchFn,
-	}, client)
-}
-
-// coreNoWatchList and peersNoWatchList carry a clientset's "no WatchList"
-// marker over to the narrow clients derived from it.
+// coreNoWatchList carries a clientset's "no WatchList" marker over to the
+// narrow client derived from it (kubewatch.NoWatchList for the dynamic ones).
 type coreNoWatchList struct{ CoreClient }
 
 func (coreNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
-
-type peersNoWatchList struct{ dynamic.ResourceInterface }
-
-func (peersNoWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Start starts every informer; they stop when ctx is done. Shutdown waits
 // for their goroutines.
@@ -154,37 +136,24 @@ func (in *Informers) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-func getTyped[T any](inf cache.SharedIndexInformer, key string) (T, bool) {
-	var zero T
-	if inf == nil {
-		return zero, false
-	}
-	obj, ok, err := inf.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return zero, false
-	}
-	t, ok := obj.(T)
-	return t, ok
-}
-
 // Pod implements Objects.
 func (in *Informers) Pod(namespace, name string) (*corev1.Pod, bool) {
-	return getTyped[*corev1.Pod](in.pods[namespace], namespace+"/"+name)
+	return kubewatch.Get[*corev1.Pod](in.pods[namespace], namespace+"/"+name)
 }
 
 // ServiceAccount implements Objects.
 func (in *Informers) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, bool) {
-	return getTyped[*corev1.ServiceAccount](in.sas[namespace], namespace+"/"+name)
+	return kubewatch.Get[*corev1.ServiceAccount](in.sas[namespace], namespace+"/"+name)
 }
 
 // Node implements Objects.
 func (in *Informers) Node(name string) (*corev1.Node, bool) {
-	return getTyped[*corev1.Node](in.nodes, name)
+	return kubewatch.Get[*corev1.Node](in.nodes, name)
 }
 
 // PeerKey implements Objects.
 func (in *Informers) PeerKey(name string) (string, bool) {
-	u, ok := getTyped[*unstructured.Unstructured](in.peers, name)
+	u, ok := kubewatch.Get[*unstructured.Unstructured](in.peers, name)
 	if !ok {
 		return "", false
 	}
@@ -297,7 +266,7 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 // PeerRef is the Event reference of the WireKubePeer named name: what
 // kubectl describe searches by (apiVersion, kind, name, uid; no namespace).
 func (in *Informers) PeerRef(name string) (corev1.ObjectReference, bool) {
-	u, ok := getTyped[*unstructured.Unstructured](in.peers, name)
+	u, ok := kubewatch.Get[*unstructured.Unstructured](in.peers, name)
 	if !ok || u.GetUID() == "" {
 		return corev1.ObjectReference{}, false
 	}

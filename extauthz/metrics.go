@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/reviewgate"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -32,7 +33,7 @@ type metrics struct {
 	jwksKeys      prometheus.Gauge
 	offlineChecks *prometheus.CounterVec
 	reviewOutage  prometheus.Gauge
-	gateRefusals  *prometheus.CounterVec // by cause (fairness.go)
+	gateRefusals  *prometheus.CounterVec // by cause (internal/reviewgate)
 }
 
 func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error) {
@@ -70,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 	}
 	m.addVerifyMetrics()
 	m.reviewFailures = newReviewFailures()
-	m.gateRefusals = newGateRefusals()
+	m.gateRefusals = reviewgate.NewRefusals()
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "cache_entries", Help: "Entries in the TokenReview cache.",
 	}, func() float64 { return float64(cacheLen()) })
@@ -182,16 +183,4 @@ func registerPeerKeyMetrics(reg prometheus.Registerer, dup func() int) error {
 		Namespace: metricsNamespace, Name: "peer_keys_duplicate",
 		Help: "Public keys held by more than one WireKubePeer (each refused with peer_key_duplicate).",
 	}, func() float64 { return float64(dup()) }))
-}
-
-// newGateRefusals counts the review gate's refusals by cause (fairness.go).
-func newGateRefusals() *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Name: "review_gate_refusals_total",
-		Help: "TokenReviews not made, answered review_throttled, by cause (rate|slot|pushed_out).",
-	}, []string{"cause"})
-	for _, cause := range []string{gateRefusedRate, gateRefusedSlot, gateRefusedPushedOut} {
-		c.WithLabelValues(cause)
-	}
-	return c
 }

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -106,11 +108,11 @@ type Options struct {
 	VerifyOptions
 	// RevocationOptions: the revocation Watch listener (revocation_options.go).
 	RevocationOptions
-	// PeerAdmissionOptions: the admission policy reported on (admissionoptions.go).
+	// PeerAdmissionOptions: the admission policy reported on (internal/admission).
 	PeerAdmissionOptions
 	// FailureLimitOptions: failed checks per client address (failurelimit.go).
 	FailureLimitOptions
-	// MeshWatchOptions: the WireKubeMesh watch (meshwatch_options.go).
+	// MeshWatchOptions: the WireKubeMesh watch (internal/meshwatch).
 	MeshWatchOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
@@ -148,9 +150,9 @@ func DefaultOptions() Options {
 			ReviewAfterMaxPending:  3000,
 		},
 		RevocationOptions:    DefaultRevocationOptions(),
-		PeerAdmissionOptions: DefaultPeerAdmissionOptions(),
+		PeerAdmissionOptions: admission.DefaultOptions(),
 		FailureLimitOptions:  DefaultFailureLimitOptions(),
-		MeshWatchOptions:     DefaultMeshWatchOptions(),
+		MeshWatchOptions:     meshwatch.DefaultOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
 }
@@ -298,3 +300,11 @@ func checkPath(flagName, v string) error {
 }
 
 var errNoIdentity = errors.New("no identity configured")
+
+// MeshWatchOptions are the flags of the WireKubeMesh watch
+// (--mesh-watch, --expected-relay-url).
+type MeshWatchOptions = meshwatch.Options
+
+// PeerAdmissionOptions are the flags of the admission policy report
+// (--peer-admission-policy, --peer-admission-binding).
+type PeerAdmissionOptions = admission.Options

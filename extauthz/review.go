@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/reviewgate"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -59,7 +60,7 @@ type cacheEntry struct {
 type cacheKey [sha256.Size]byte
 
 var (
-	errThrottled   = errors.New("tokenreview: in-flight bound reached until the check timeout")
+	errThrottled   = reviewgate.ErrThrottled
 	errUnavailable = errors.New("tokenreview: api unavailable")
 )
 
@@ -78,7 +79,7 @@ type reviewer struct {
 	// (review_unavailable) from a wait for a slot (review_throttled).
 	calling sync.Map
 	macs    sync.Pool // of *keyMAC keyed with hmacKey
-	gate    *reviewGate
+	gate    *reviewgate.Gate
 	outage  *outage
 	ttl     time.Duration
 	negTTL  time.Duration
@@ -95,8 +96,7 @@ func newReviewer(client authnv1client.TokenReviewsGetter, cfg *Config, now func(
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("tokenreview cache key: %w", err)
 	}
-	gate := newReviewGate(cfg.reviewQPS, cfg.reviewBurst, cfg.maxInflight, cfg.maxReviewWait)
-	gate.refused = m.gateRefusals
+	gate := reviewgate.New(cfg.reviewQPS, cfg.reviewBurst, cfg.maxInflight, cfg.maxReviewWait, m.gateRefusals)
 	return &reviewer{
 		client: client, audience: cfg.audience, hmacKey: key, cache: c,
 		gate: gate, outage: o,
@@ -201,12 +201,12 @@ func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp tim
 // only for the call), asks the API and caches the answer. Errors are never
 // cached.
 func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, error) {
-	return r.fetchWithin(ctx, k, token, exp, ver, r.gate.maxWait)
+	return r.fetchWithin(ctx, k, token, exp, ver, r.gate.MaxWait())
 }
 
 // fetchWithin is fetch with a wait of at most wait for the review gate.
 func (r *reviewer) fetchWithin(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified, wait time.Duration) (review, error) {
-	release, err := r.gate.enterWithin(ctx, ver.identity(), wait)
+	release, err := r.gate.EnterWithin(ctx, ver.identity(), wait)
 	if err != nil {
 		return review{}, err
 	}

@@ -95,7 +95,7 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			}
 			var notified []string
 			e.authz.SetRevocationNotify(func(key string) { notified = append(notified, key) })
-			e.authz.reviewer.gate.limiter.SetLimit(1e6) // the follow-up's turn comes
+			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
 			f, ok := e.authz.after.take(context.Background())
 			if !ok {
 				t.Fatal("no follow-up owed")

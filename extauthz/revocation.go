@@ -221,7 +221,7 @@ func (h *RevocationHub) judgeAdd(st *revocationStream, op revocation.Op) (contra
 }
 
 // revoke is the revocation of session id for r, counted and recorded as an
-// Event on peer's WireKubePeer (events.go).
+// Event on peer's WireKubePeer (internal/events).
 func (h *RevocationHub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
 	h.metrics.revocations.WithLabelValues(string(r)).Inc()
 	h.authz.events.Revoked(peer, r)

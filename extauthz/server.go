@@ -22,6 +22,10 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/util/watchlist"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
@@ -48,10 +52,10 @@ type Clients struct {
 	Keys FetchFunc
 	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
 	// nil records none.
-	Events EventsClient
+	Events events.Client
 	// Admission reads the WireKubePeer admission policy and its binding
 	// (kubernetes.Interface.AdmissionregistrationV1()); nil: not watched.
-	Admission AdmissionClient
+	Admission admission.Client
 	// Meshes lists and watches WireKubeMeshes for --mesh-watch
 	// (dynamic.Interface.Resource(MeshGVR)); nil: not watched.
 	Meshes dynamic.ResourceInterface
@@ -68,11 +72,11 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	c.Admission = kube.AdmissionregistrationV1()
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
 		c.Core = coreNoWatchList{c.Core}
-		c.Admission = admissionNoWatchList{c.Admission}
+		c.Admission = admission.NoWatchList{Client: c.Admission}
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(dyn) {
-		c.Peers = peersNoWatchList{c.Peers}
-		c.Meshes = peersNoWatchList{c.Meshes}
+		c.Peers = kubewatch.NoWatchList{ResourceInterface: c.Peers}
+		c.Meshes = kubewatch.NoWatchList{ResourceInterface: c.Meshes}
 	}
 	return c
 }
@@ -84,43 +88,8 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	if cfg == nil || c.Core == nil || c.Reviews == nil || c.Peers == nil || c.Keys == nil {
 		return errors.New("extauthz: Run needs a completed Config and every client")
 	}
-	in, err := NewInformers(cfg, c.Core, c.Peers)
+	s, err := newService(cfg, c, reg, log)
 	if err != nil {
-		return err
-	}
-	events, err := peerEvents(cfg, c, in, reg, log)
-	if err != nil {
-		return err
-	}
-	admission, err := NewPeerAdmissionWatch(c.Admission, cfg.peerAdmission.Policy, cfg.peerAdmission.Binding, reg, log)
-	if err != nil {
-		return err
-	}
-	meshes, err := meshWatch(cfg, c, events, reg, log)
-	if err != nil {
-		return err
-	}
-	authz, err := NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: in, Registry: reg, Logger: log, Keys: c.Keys,
-		Events: events})
-	if err != nil {
-		return err
-	}
-	hub, err := NewRevocationHub(authz, reg, log)
-	if err != nil {
-		return fmt.Errorf("revocation metrics: %w", err)
-	}
-	authz.holders = hub // before any Check is served
-	authz.SetRevocationNotify(hub.Notify)
-	keyring, err := loadKeyring(cfg.signing)
-	if err == nil {
-		err = authz.installKeyring(keyring, cfg.signing) // before any Check is served
-	}
-	if err != nil {
-		return err
-	}
-	log.Info("identity signing key loaded", "signing_key_id", keyring.signer.KeyID(),
-		"published_key_ids", keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
-	if err := in.OnChange(hub.Notify); err != nil {
 		return err
 	}
 	lns, err := listenAll(cfg)
@@ -131,65 +100,39 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
 	gs := grpc.NewServer(append(revocationKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
-	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: authz})
+	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: s.authz})
 	healthpb.RegisterHealthServer(gs, hs)
 
 	g, gctx := errgroup.WithContext(ctx)
-	in.Start(gctx)
-	defer in.Shutdown()
-	g.Go(func() error { return authz.RunKeys(gctx) })
-	g.Go(func() error { return authz.RunReviewAfter(gctx) })
-	g.Go(func() error { admission.Run(gctx); return nil }) // reports only: never gates readiness
-	if meshes != nil {
-		g.Go(func() error { meshes.Run(gctx); return nil }) // reports only, as above
-	}
-	g.Go(func() error { return authz.runSigning(gctx, cfg.signing, keyring, log) })
-	if events != nil {
-		g.Go(func() error { events.Run(gctx); return nil })
-	}
-	ready := func() bool { return in.HasSynced() && authz.KeysLoaded() }
-	g.Go(func() error {
-		if err := in.WaitForSync(gctx); err != nil {
-			return nil // ctx done before sync: shutting down
-		}
-		if !waitUntil(gctx, authz.KeysLoaded) {
-			return nil
-		}
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_SERVING)
-		hub.MarkSynced()
-		log.Info("informer caches synced, signing keys loaded: serving")
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		hub.Shutdown() // before the graceful gRPC stop, which waits for streams
-		return nil
-	})
+	s.in.Start(gctx)
+	defer s.in.Shutdown()
+	s.runBackground(gctx, g, cfg, log)
+	g.Go(func() error { return s.becomeReady(gctx, hs, log) })
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
 	if lns.revocation != nil {
-		rs := revocationServer(hub, lns.secret)
+		rs := revocationServer(s.hub, lns.secret)
 		g.Go(func() error {
 			return serveRevocation(gctx, rs, lns.revocation, cfg.revocation.RevocationSecretFile, log)
 		})
 	}
 	if lns.http != nil {
-		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: authz}), lns.http) })
+		g.Go(func() error { return serveHTTP(gctx, newHTTPServer(&HTTPHandler{Authorizer: s.authz}), lns.http) })
 	}
+	ready := func() bool { return s.in.HasSynced() && s.authz.KeysLoaded() }
 	g.Go(func() error { return serveHTTP(gctx, newHTTPServer(opsMux(reg, ready)), lns.metrics) })
 	log.Info("listening", "grpc", lns.grpc.Addr().String(), "http", addrOf(lns.http), "metrics", lns.metrics.Addr().String(),
 		"revocation", addrOf(lns.revocation))
 	return g.Wait()
 }
 
-// peerEvents is the Event recorder of --peer-events, nil when off. Its
+// eventRecorder is the Event recorder of --peer-events, nil when off. Its
 // source.host is the Pod name (the hostname).
-func peerEvents(cfg *Config, c Clients, in *Informers, reg prometheus.Registerer, log *slog.Logger) (*PeerEvents, error) {
+func eventRecorder(cfg *Config, c Clients, in *Informers, reg prometheus.Registerer, log *slog.Logger) (*events.Recorder, error) {
 	if !cfg.peerEvents || c.Events == nil {
 		return nil, nil
 	}
 	host, _ := os.Hostname()
-	return NewPeerEvents(c.Events, in, reg, log, host, nil)
+	return events.New(c.Events, in, reg, log, host, nil)
 }
 
 type listeners struct {
@@ -322,4 +265,16 @@ func waitUntil(ctx context.Context, cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// MeshGVR is the WireKubeMesh resource (cluster-scoped).
+var MeshGVR = meshwatch.GVR
+
+// meshWatch is the watch of --mesh-watch, nil when off or without a
+// client; its Events go through rec (nil: none).
+func meshWatch(cfg *Config, c Clients, rec *events.Recorder, reg prometheus.Registerer, log *slog.Logger) (*meshwatch.Watch, error) {
+	if !cfg.meshWatch.Enabled || c.Meshes == nil {
+		return nil, nil
+	}
+	return meshwatch.New(c.Meshes, cfg.meshWatch.Expected, rec, reg, log, nil)
 }

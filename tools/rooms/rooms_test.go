@@ -1,0 +1,74 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+)
+
+// TestSCCsSeparateCyclesFromLayers: a, b and c reach each other (one
+// cycle), d only reaches into it and e stands alone; the cycle's three
+// files share a component, d and e each have their own.
+func TestSCCsSeparateCyclesFromLayers(t *testing.T) {
+	graph := map[string]map[string]bool{
+		"a.go": {"b.go": true},
+		"b.go": {"c.go": true},
+		"c.go": {"a.go": true},
+		"d.go": {"a.go": true},
+		"e.go": {},
+	}
+	comp := sccs(graph)
+	if comp["a.go"] != comp["b.go"] || comp["b.go"] != comp["c.go"] {
+		t.Errorf("a, b, c in components %d, %d, %d, want one", comp["a.go"], comp["b.go"], comp["c.go"])
+	}
+	if comp["d.go"] == comp["a.go"] || comp["e.go"] == comp["a.go"] || comp["d.go"] == comp["e.go"] {
+		t.Errorf("components %v: want d and e each apart from the cycle and from each other", comp)
+	}
+}
+
+// TestLongestFuncCountsFromFuncToBrace: the longest declaration wins and is
+// named with its receiver; a one-line function is 1 line.
+func TestLongestFuncCountsFromFuncToBrace(t *testing.T) {
+	const src = `package p
+
+type T struct{}
+
+func short() {}
+
+func (t *T) long() {
+	_ = 1
+	_ = 2
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, n := longestFunc(fset, []*ast.File{f})
+	if name != "x.go:T.long" || n != 4 {
+		t.Errorf("longest %s, %d lines; want x.go:T.long, 4", name, n)
+	}
+}
+
+// TestExtauthzRoomsReadBottomUp: every room under extauthz/internal/ keeps
+// its files free of cycles (0 references back up), as docs/architecture.md
+// says; the scan finds the five rooms and kubewatch.
+func TestExtauthzRoomsReadBottomUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks extauthz/internal/ from export data")
+	}
+	rooms, err := measureAll([]string{"github.com/wirekube/relay-ws/extauthz/internal/..."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rooms) < 6 {
+		t.Fatalf("measured %d packages under extauthz/internal/, want at least 6", len(rooms))
+	}
+	for _, r := range rooms {
+		if r.backUp != 0 {
+			t.Errorf("%s: %d references run back up: %v", r.path, r.backUp, r.upEdges)
+		}
+	}
+}
