@@ -2,13 +2,8 @@ package bridge
 
 import (
 	"bytes"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -17,8 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/wirekube/relay-ws/internal/cli"
 )
 
 // ReexportPath serves, on the metrics listener, the bridge's families and
@@ -27,42 +20,6 @@ import (
 // annotations). /metrics stays the bridge's own, so a scraper of every
 // container's port counts nothing twice.
 const ReexportPath = "/metrics/pod"
-
-// ReexportOptions make ReexportPath carry the metric families of the other
-// containers of the bridge's Pod: extauthz's /metrics and Envoy's
-// /stats/prometheus, read on loopback at every scrape.
-type ReexportOptions struct {
-	// ReexportMetrics are loopback http:// URLs whose text exposition is
-	// appended to the bridge's own on ReexportPath. A family the bridge
-	// itself exports, or an earlier URL already gave, is left out
-	// (wirekube_build_info, go_*, process_*). Default none: no ReexportPath.
-	ReexportMetrics []string
-}
-
-// AddFlags registers the flag on fs.
-func (o *ReexportOptions) AddFlags(fs *flag.FlagSet) {
-	fs.Var(cli.NewStringList(&o.ReexportMetrics), "reexport-metrics", "loopback http:// URL (repeatable) of another container's Prometheus text metrics, served with the bridge's own on "+ReexportPath+" of --metrics-listen, for annotation scraping that reaches one port per Pod")
-}
-
-// Validate refuses a URL that is not plain http to a loopback address.
-func (o *ReexportOptions) Validate() error {
-	var errs []error
-	for _, raw := range o.ReexportMetrics {
-		u, err := url.Parse(raw)
-		if err != nil || u.Scheme != "http" || u.Port() == "" || !isLoopbackHost(u.Hostname()) {
-			errs = append(errs, fmt.Errorf("--reexport-metrics: want http://<loopback host>:<port>/<path>, got %q", raw))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
 
 // Bounds of one re-export fetch: a slow or huge answer costs the scrape
 // that family set, never the bridge's own families.
