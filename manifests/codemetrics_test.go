@@ -11,13 +11,55 @@ import (
 	"testing"
 )
 
-// codeMetricNames returns the series names the Go package in dir registers:
+// codeMetricNames returns the series names the binary's code under dir
+// registers: the package in dir and every package below it (its rooms
+// under internal/, cmd/), each read by packageMetricNames.
+func codeMetricNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if !hasGoSource(t, path) {
+			return nil
+		}
+		for n := range packageMetricNames(t, path) {
+			names[n] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// hasGoSource reports whether dir holds a Go file other than a test.
+func hasGoSource(t *testing.T, dir string) bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {
+			return true
+		}
+	}
+	return false
+}
+
+// packageMetricNames returns the series names the Go package in dir registers:
 // every prometheus.CounterOpts, GaugeOpts and HistogramOpts literal's
 // Namespace, Subsystem and Name, read from the source (string literals,
 // the package's constants and internal/contract's), histograms expanded to
 // their _bucket, _sum and _count series. A literal whose name cannot be
 // resolved fails the test rather than going missing.
-func codeMetricNames(t *testing.T, dir string) map[string]bool {
+func packageMetricNames(t *testing.T, dir string) map[string]bool {
 	t.Helper()
 	files := parseGoDir(t, dir)
 	consts := constValues(files)
