@@ -169,6 +169,12 @@ func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp tim
 		deadline = r.now().Add(time.Minute)
 	}
 	ch := r.group.DoChan(string(k[:]), func() (any, error) {
+		// A caller that missed the cache just before another caller's call
+		// for k finished and cached its answer starts a call of its own:
+		// it takes that answer instead of a second TokenReview.
+		if e, ok := r.cache.Peek(k); ok && r.now().Before(e.expires) {
+			return e.review, nil
+		}
 		fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		return r.fetch(fctx, k, token, exp, ver)
