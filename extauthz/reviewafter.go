@@ -84,7 +84,7 @@ type reviewAfter struct {
 	results *prometheus.CounterVec
 	now     func() time.Time
 	// notify marks an object key changed on every revocation stream (the
-	// hub's Notify), so the streams re-judge the bindings that name it.
+	// LiveBindings' Notify), so the streams re-judge the bindings that name it.
 	notify func(key string)
 
 	mu       sync.Mutex
@@ -94,9 +94,9 @@ type reviewAfter struct {
 	distrust map[string]time.Time
 }
 
-func newReviewAfter(max int, reg prometheus.Registerer, now func() time.Time) (*reviewAfter, error) {
+func newReviewAfter(max int, reg prometheus.Registerer, now func() time.Time, notify func(key string)) (*reviewAfter, error) {
 	q := &reviewAfter{max: max, now: now, wake: make(chan struct{}, 1), distrust: map[string]time.Time{},
-		waiting: map[string]int{}, notify: func(string) {}}
+		waiting: map[string]int{}, notify: notify}
 	q.results = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "review_after_total",
 		Help: "Relay upgrades admitted under --on-review-throttled=review-after and their follow-up TokenReviews, " +
@@ -222,14 +222,6 @@ func (q *reviewAfter) distrusted(b revocation.Binding) bool {
 	defer q.mu.Unlock()
 	until, ok := q.distrust[distrustKey(b)]
 	return ok && q.now().Before(until)
-}
-
-// SetRevocationNotify routes the follow-ups' revocations to the streams
-// (the hub's Notify). Call before serving.
-func (a *Authorizer) SetRevocationNotify(notify func(key string)) {
-	if a.after != nil {
-		a.after.notify = notify
-	}
 }
 
 // RunReviewAfter makes the owed follow-up reviews, --max-inflight-reviews

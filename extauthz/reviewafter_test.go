@@ -93,8 +93,10 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if r := e.authz.rejudge(d.binding); r != "" {
 				t.Fatalf("re-judged before the follow-up: %q, want it standing", r)
 			}
-			var notified []string
-			e.authz.SetRevocationNotify(func(key string) { notified = append(notified, key) })
+			st := newRevocationStream() // a bridge's stream: told to re-judge when the follow-up revokes
+			if !e.live.join(st, 1) {
+				t.Fatal("stream not joined")
+			}
 			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
 			f, ok := e.authz.after.take(context.Background())
 			if !ok {
@@ -107,6 +109,7 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if n := testutil.ToFloat64(e.authz.after.results.WithLabelValues(tc.result)); n != 1 {
 				t.Errorf("review_after_total{result=%s} = %v, want 1", tc.result, n)
 			}
+			_, notified := st.take()
 			if revoked := len(notified) > 0; revoked != (tc.want != "") {
 				t.Errorf("streams told to re-judge: %v, want %v", notified, tc.want != "")
 			}

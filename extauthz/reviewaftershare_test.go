@@ -12,7 +12,7 @@ import (
 // no fifth (result identity_share) while another identity's is queued;
 // once one of the first identity's is taken, it may queue one again.
 func TestReviewAfterIdentityShare(t *testing.T) {
-	q, err := newReviewAfter(100, prometheus.NewRegistry(), time.Now)
+	q, err := newReviewAfter(100, prometheus.NewRegistry(), time.Now, func(string) {})
 	must(t, err)
 	of := func(pod string) *followUp {
 		c := &tokenClaims{}
