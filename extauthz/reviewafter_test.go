@@ -94,8 +94,8 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 				t.Fatalf("re-judged before the follow-up: %q, want it standing", r)
 			}
 			st := newRevocationStream() // a bridge's stream: told to re-judge when the follow-up revokes
-			if !e.live.join(st, 1) {
-				t.Fatal("stream not joined")
+			if added, _ := st.add(1, d.binding, 10); !added || !e.live.join(st, 1) {
+				t.Fatal("the admitted binding not on a stream")
 			}
 			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
 			f, ok := e.authz.after.take(context.Background())
