@@ -16,6 +16,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
@@ -71,8 +72,8 @@ type Authorizer struct {
 	// (failurelimit.go); nil: off.
 	failures *failureLimiter
 	// after holds the follow-up reviews of --on-review-throttled=review-after
-	// (reviewafter.go); nil under deny.
-	after *reviewAfter
+	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
+	after *reviewafter.Queue[*followUp]
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -117,7 +118,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		a.holders, notify = d.Live, d.Live.Notify
 	}
 	if cfg.onThrottled == ThrottledReviewAfter {
-		if a.after, err = newReviewAfter(cfg.afterPending, d.Registry, d.Now, notify); err != nil {
+		if a.after, err = newFollowUps(cfg.afterPending, d.Registry, d.Now, notify); err != nil {
 			return nil, fmt.Errorf("extauthz metrics: %w", err)
 		}
 	}
