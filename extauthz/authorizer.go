@@ -16,7 +16,9 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/internal/contract"
+	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
 // Deps are the collaborators of an Authorizer. Reviews, Objects, Registry and
@@ -39,6 +41,13 @@ type Deps struct {
 	// Events records Kubernetes Events on WireKubePeers for the refusals
 	// and revocations an operator must act on; nil records none.
 	Events *events.Recorder
+	// Live holds the bindings of the bridges streaming to this process (the
+	// RevocationHub's streams): which binding holds a key, and where a
+	// failed follow-up review marks its objects changed. nil: none known.
+	Live *LiveBindings
+	// Signer signs relay allows: the configured key, published before the
+	// Authorizer is built (publishKeyring). nil: a per-start key pair.
+	Signer *identitysig.Signer
 }
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
@@ -54,18 +63,17 @@ type Authorizer struct {
 	events   peerEvents
 	now      func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
-	// to this process (the RevocationHub; keyholder.go). Set before serving;
-	// nil: none known.
+	// to this process (Deps.Live; keyholder.go). nil: none known.
 	holders keyHolders
-	// signer signs relay allows (signing.go): a per-start key until Run
-	// installs the configured one.
+	// signer signs relay allows (signing.go): Deps.Signer, then each key a
+	// reload of the key files installs.
 	signer identitySigner
 	// failures limits the failed checks of one client address
 	// (failurelimit.go); nil: off.
 	failures *failureLimiter
 	// after holds the follow-up reviews of --on-review-throttled=review-after
-	// (reviewafter.go); nil under deny.
-	after *reviewAfter
+	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
+	after *reviewafter.Queue[*followUp]
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -105,13 +113,20 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}
+	notify := func(string) {}
+	if d.Live != nil {
+		a.holders, notify = d.Live, d.Live.Notify
+	}
 	if cfg.onThrottled == ThrottledReviewAfter {
-		if a.after, err = newReviewAfter(cfg.afterPending, d.Registry, d.Now); err != nil {
+		if a.after, err = newFollowUps(cfg.afterPending, d.Registry, d.Now, notify); err != nil {
 			return nil, fmt.Errorf("extauthz metrics: %w", err)
 		}
 	}
-	kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
-	a.signer.cur.Store(kr.signer)
+	if d.Signer == nil {
+		kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
+		d.Signer = kr.signer
+	}
+	a.signer.cur.Store(d.Signer)
 	return a, nil
 }
 

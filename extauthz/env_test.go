@@ -104,6 +104,7 @@ type env struct {
 	dyn     *dynamicfake.FakeDynamicClient
 	in      *Informers
 	authz   *Authorizer
+	live    *LiveBindings // the Authorizer's; a test's hub streams into it
 	srv     *CheckServer
 	clock   *testutil.Clock
 	disc    *fakeDiscovery
@@ -259,8 +260,9 @@ func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer
 	if direct {
 		reviews = directReviews{e}
 	}
+	e.live = NewLiveBindings()
 	e.authz, err = NewAuthorizer(cfg, Deps{Reviews: reviews, Objects: in,
-		Registry: e.reg, Logger: logger, Now: e.clock.Now, Keys: e.disc.fetch})
+		Registry: e.reg, Logger: logger, Now: e.clock.Now, Keys: e.disc.fetch, Live: e.live})
 	must(t, err)
 	must(t, e.authz.keys.refresh(ctx, "periodic"))
 	e.srv = &CheckServer{Authorizer: e.authz}

@@ -114,7 +114,7 @@ func TestRevocationRecordsEvent(t *testing.T) {
 	env := newEnv(t, nil)
 	e := newEventsEnv(t, env.in)
 	env.authz.events = peerEvents{e.ev}
-	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(env.authz, env.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
 	st := newRevocationStream()
 	if added, _ := st.add(1, peerSABinding(), 10); !added {

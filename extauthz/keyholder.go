@@ -60,21 +60,6 @@ func probeOnly(offered []string) bool {
 	return probe
 }
 
-// otherHolder implements keyHolders over every stream of the hub: the
-// bindings the bridges sent for their live sessions, upgraded and not yet
-// ended (registered or not).
-func (h *RevocationHub) otherHolder(b revocation.Binding) (revocation.Binding, bool) {
-	key := keyHashKey(b.KeySHA256)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for st := range h.streams {
-		if o, ok := st.otherHolder(key, b); ok {
-			return o, true
-		}
-	}
-	return revocation.Binding{}, false
-}
-
 // otherHolder returns a binding of st other than b indexed under key.
 func (st *revocationStream) otherHolder(key string, b revocation.Binding) (revocation.Binding, bool) {
 	st.mu.Lock()

@@ -18,13 +18,14 @@ import (
 // bindings (ids 1, 2, ...), as a bridge's list would.
 func hubHolding(t *testing.T, e *env, bindings ...revocation.Binding) *revocationStream {
 	t.Helper()
-	hub, err := NewRevocationHub(e.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(e.authz, e.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.authz.holders = hub
 	st := newRevocationStream()
-	hub.streams[st] = struct{}{}
+	if !hub.live.join(st, 1) {
+		t.Fatal("stream not joined")
+	}
 	for i, b := range bindings {
 		if added, _ := st.add(uint64(i+1), b, 100); !added {
 			t.Fatal("binding not added")

@@ -86,7 +86,7 @@ func TestKeyMovedRefusedAtCheck(t *testing.T) {
 func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	env := newEnv(t, nil)
 	moveKey(t, env)
-	hub, err := NewRevocationHub(env.authz, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := NewRevocationHub(env.authz, env.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
 	st := newRevocationStream()
 	moved := bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	authnv1 "k8s.io/api/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -49,8 +50,8 @@ func TestOnReviewThrottled(t *testing.T) {
 			e := throttledEnv(t, tc.mode, tc.maxPending)
 			d := e.check(t, e.answerToken(tc.spec(e).sign(), static(podBound())))
 			wantReason(t, d, tc.want)
-			if e.authz.after != nil && e.authz.after.len() != tc.owed {
-				t.Errorf("follow-ups owed %d, want %d", e.authz.after.len(), tc.owed)
+			if e.authz.after != nil && e.authz.after.Len() != tc.owed {
+				t.Errorf("follow-ups owed %d, want %d", e.authz.after.Len(), tc.owed)
 			}
 			if d.ReviewOwed != (tc.owed == 1) {
 				t.Errorf("ReviewOwed = %v, want %v (the check line says review_owed)", d.ReviewOwed, tc.owed == 1)
@@ -62,7 +63,7 @@ func TestOnReviewThrottled(t *testing.T) {
 		wantReason(t, e.check(t, e.answerToken(agentSpec(e).sign(), static(podBound()))), "")
 		e.clock.Advance(time.Second) // another token of the same Pod
 		wantReason(t, e.check(t, e.answerToken(agentSpec(e).sign(), static(podBound()))), contract.ReasonReviewThrottled)
-		if n := testutil.ToFloat64(e.authz.after.results.WithLabelValues(afterQueueFull)); n != 1 {
+		if n := testutil.ToFloat64(e.authz.after.Results().WithLabelValues(reviewafter.QueueFull)); n != 1 {
 			t.Errorf("review_after_total{result=queue_full} = %v, want 1", n)
 		}
 	})
@@ -81,10 +82,10 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 		result string
 		want   contract.Reason
 	}{
-		{"agrees", static(podBound()), afterConfirmed, ""},
-		{"refuses the token", static(authnv1.TokenReviewStatus{Error: "token has been invalidated"}), afterRefused, contract.ReasonTokenInvalid},
-		{"names another Pod", static(otherPod), afterRefused, contract.ReasonTokenInvalid},
-		{"unreachable", down, afterError, contract.ReasonTokenInvalid},
+		{"agrees", static(podBound()), reviewafter.Confirmed, ""},
+		{"refuses the token", static(authnv1.TokenReviewStatus{Error: "token has been invalidated"}), reviewafter.Refused, contract.ReasonTokenInvalid},
+		{"names another Pod", static(otherPod), reviewafter.Refused, contract.ReasonTokenInvalid},
+		{"unreachable", down, reviewafter.Error, contract.ReasonTokenInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := throttledEnv(t, ThrottledReviewAfter, 10)
@@ -93,10 +94,12 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if r := e.authz.rejudge(d.binding); r != "" {
 				t.Fatalf("re-judged before the follow-up: %q, want it standing", r)
 			}
-			var notified []string
-			e.authz.SetRevocationNotify(func(key string) { notified = append(notified, key) })
+			st := newRevocationStream() // a bridge's stream: told to re-judge when the follow-up revokes
+			if added, _ := st.add(1, d.binding, 10); !added || !e.live.join(st, 1) {
+				t.Fatal("the admitted binding not on a stream")
+			}
 			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
-			f, ok := e.authz.after.take(context.Background())
+			f, ok := e.authz.after.Take(context.Background())
 			if !ok {
 				t.Fatal("no follow-up owed")
 			}
@@ -104,9 +107,10 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if got := e.authz.rejudge(d.binding); got != tc.want {
 				t.Errorf("re-judged after the follow-up: %q, want %q", got, tc.want)
 			}
-			if n := testutil.ToFloat64(e.authz.after.results.WithLabelValues(tc.result)); n != 1 {
+			if n := testutil.ToFloat64(e.authz.after.Results().WithLabelValues(tc.result)); n != 1 {
 				t.Errorf("review_after_total{result=%s} = %v, want 1", tc.result, n)
 			}
+			_, notified := st.take()
 			if revoked := len(notified) > 0; revoked != (tc.want != "") {
 				t.Errorf("streams told to re-judge: %v, want %v", notified, tc.want != "")
 			}

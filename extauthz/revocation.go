@@ -26,6 +26,7 @@ import (
 // the bridge's next full list. Safe for concurrent use.
 type RevocationHub struct {
 	authz   *Authorizer
+	live    *LiveBindings // the streams, shared with authz
 	log     *slog.Logger
 	metrics *revocationMetrics
 	now     func() time.Time
@@ -33,17 +34,14 @@ type RevocationHub struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 	recv    sync.WaitGroup // receiving goroutines of the streams
-
-	mu      sync.Mutex
-	streams map[*revocationStream]struct{}
 }
 
-// NewRevocationHub builds a hub judging with authz; its metrics go to reg.
-func NewRevocationHub(authz *Authorizer, reg prometheus.Registerer, log *slog.Logger) (*RevocationHub, error) {
-	h := &RevocationHub{authz: authz, log: log, now: time.Now, ready: make(chan struct{}),
-		streams: map[*revocationStream]struct{}{}}
+// NewRevocationHub builds a hub judging with authz over the streams of live
+// (the set authz was built with); its metrics go to reg.
+func NewRevocationHub(authz *Authorizer, live *LiveBindings, reg prometheus.Registerer, log *slog.Logger) (*RevocationHub, error) {
+	h := &RevocationHub{authz: authz, live: live, log: log, now: time.Now, ready: make(chan struct{})}
 	h.ctx, h.stop = context.WithCancel(context.Background())
-	m, err := newRevocationMetrics(reg, h.counts)
+	m, err := newRevocationMetrics(reg, live.counts)
 	if err != nil {
 		return nil, err
 	}
@@ -63,26 +61,6 @@ func (h *RevocationHub) Shutdown() {
 	h.recv.Wait()
 }
 
-// Notify marks the object key (objectKey) changed on every stream. It is the
-// informers' OnChange callback and never blocks.
-func (h *RevocationHub) Notify(key string) {
-	now := h.now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for st := range h.streams {
-		st.markDirty(key, now)
-	}
-}
-
-func (h *RevocationHub) counts() (streams, bindings int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for st := range h.streams {
-		bindings += st.size()
-	}
-	return len(h.streams), bindings
-}
-
 // Watch implements revocation.WatchServer. It waits for the caches to
 // sync, then runs the stream until the bridge goes away or Shutdown. The
 // receiving goroutine it starts blocks in RecvMsg until gRPC ends the
@@ -95,11 +73,7 @@ func (h *RevocationHub) Watch(stream grpc.ServerStream) error {
 	if err := h.join(st); err != nil {
 		return err
 	}
-	defer func() {
-		h.mu.Lock()
-		delete(h.streams, st)
-		h.mu.Unlock()
-	}()
+	defer h.live.leave(st)
 	select {
 	case <-h.ready:
 	case <-ctx.Done():
@@ -131,14 +105,11 @@ func (h *RevocationHub) Watch(stream grpc.ServerStream) error {
 // caches counts too.
 func (h *RevocationHub) join(st *revocationStream) error {
 	limit := h.authz.cfg.revocation.RevocationMaxStreams
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.streams) >= limit {
+	if !h.live.join(st, limit) {
 		h.metrics.refused.WithLabelValues(refusedStreamsLimit).Inc()
 		h.log.Warn("revocation stream refused: --revocation-max-streams open", slog.Int("limit", limit))
 		return status.Errorf(codes.ResourceExhausted, "revocation: %d streams open (--revocation-max-streams)", limit)
 	}
-	h.streams[st] = struct{}{}
 	return nil
 }
 

@@ -46,7 +46,7 @@ func BenchmarkRevocationBurst(b *testing.B) {
 		for i := range burst {
 			name := fmt.Sprintf("bench-%d", i)
 			objs.delete(name)
-			c.hub.Notify(objectKey(kindPod, "wirekube-system", name)) // what the Pod informer's handler does
+			c.hub.live.Notify(objectKey(kindPod, "wirekube-system", name)) // what the Pod informer's handler does
 		}
 		lastDelete := time.Now()
 		for n := 0; n < burst; {

@@ -31,7 +31,7 @@ func bindingOf(rv *review, node, peer string, key relayproto.Key) revocation.Bin
 // the identity now leads to another peer (the Pod moved), peer_key_changed
 // when the peer's key is another one. Safe for concurrent use.
 func (a *Authorizer) rejudge(b revocation.Binding) contract.Reason {
-	if a.after != nil && a.after.distrusted(b) {
+	if a.after != nil && a.after.Distrusted(b) {
 		return contract.ReasonTokenInvalid // its follow-up TokenReview failed (reviewafter.go)
 	}
 	rv := review{

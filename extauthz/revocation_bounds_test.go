@@ -238,7 +238,7 @@ func TestRevocationBackpressure(t *testing.T) {
 	const flood = 300_000
 	e := newEnv(t, nil)
 	synctest.Test(t, func(t *testing.T) {
-		hub, err := NewRevocationHub(e.authz, prometheus.NewRegistry(), e.authz.log)
+		hub, err := NewRevocationHub(e.authz, e.live, prometheus.NewRegistry(), e.authz.log)
 		must(t, err)
 		hub.MarkSynced()
 		ctx, cancel := context.WithCancel(context.Background())

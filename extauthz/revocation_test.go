@@ -176,9 +176,9 @@ type hubServer struct {
 func serveHub(t testing.TB, e *env) *hubServer {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	hub, err := NewRevocationHub(e.authz, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
+	hub, err := NewRevocationHub(e.authz, e.live, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
 	must(t, err)
-	must(t, e.in.OnChange(hub.Notify))
+	must(t, e.in.OnChange(e.live.Notify))
 	hub.MarkSynced()
 	dir := t.TempDir()
 	o := e.authz.cfg.revocation

@@ -27,8 +27,9 @@ type service struct {
 	keyring *keyring
 }
 
-// newService builds every room and wires the Authorizer to the hub and
-// the signing key, before any Check can be served.
+// newService builds every room, each with its dependencies passed in: the
+// signing key and the live bindings before the Authorizer, the Authorizer
+// before the hub.
 func newService(cfg *Config, c Clients, reg prometheus.Registerer, log *slog.Logger) (*service, error) {
 	s := &service{}
 	var err error
@@ -44,24 +45,23 @@ func newService(cfg *Config, c Clients, reg prometheus.Registerer, log *slog.Log
 	if s.meshes, err = meshWatch(cfg, c, s.rec, reg, log); err != nil {
 		return nil, err
 	}
-	if s.authz, err = NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
-		Keys: c.Keys, Events: s.rec}); err != nil {
-		return nil, err
-	}
-	if s.hub, err = NewRevocationHub(s.authz, reg, log); err != nil {
-		return nil, fmt.Errorf("revocation metrics: %w", err)
-	}
-	s.authz.holders = s.hub
-	s.authz.SetRevocationNotify(s.hub.Notify)
 	if s.keyring, err = loadKeyring(cfg.signing); err == nil {
-		err = s.authz.installKeyring(s.keyring, cfg.signing)
+		err = publishKeyring(s.keyring, cfg.signing) // before any answer is signed with it
 	}
 	if err != nil {
 		return nil, err
 	}
 	log.Info("identity signing key loaded", "signing_key_id", s.keyring.signer.KeyID(),
 		"published_key_ids", s.keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
-	if err := s.in.OnChange(s.hub.Notify); err != nil {
+	live := NewLiveBindings()
+	if s.authz, err = NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
+		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.signer}); err != nil {
+		return nil, err
+	}
+	if s.hub, err = NewRevocationHub(s.authz, live, reg, log); err != nil {
+		return nil, fmt.Errorf("revocation metrics: %w", err)
+	}
+	if err := s.in.OnChange(live.Notify); err != nil {
 		return nil, err
 	}
 	return s, nil

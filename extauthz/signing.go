@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -18,11 +17,6 @@ import (
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
-// DefaultIdentityKeysFile is where extauthz publishes the public halves of
-// its identity signing keys: the directory it shares with the bridge of its
-// Pod (docs/revocation.md#signing).
-const DefaultIdentityKeysFile = "/run/wirekube-revocation/identity-keys"
-
 // signingReloadInterval is how often the key files are re-read when set
 // (a mounted Secret changes in place; kubelet's own sync takes up to about
 // a minute more).
@@ -30,53 +24,6 @@ const signingReloadInterval = 10 * time.Second
 
 // maxPEMFileLen bounds a key file read.
 const maxPEMFileLen = 64 << 10
-
-// SigningOptions configure the signature on the identity headers
-// (docs/revocation.md#signing).
-type SigningOptions struct {
-	// IdentitySigningKeyFile is a PEM Ed25519 private key (PKCS #8, from a
-	// Secret mounted into this container only) to sign with. Empty (the
-	// default): a fresh HMAC-SHA256 key at every start, written to
-	// IdentityKeysFile (mode 0640), which only the bridge of this Pod
-	// knows: right when the front asks the extauthz of the same Pod
-	// (Envoy in the Pod, the nginx/Caddy/Traefik sidecars); a front that may
-	// ask another replica (ingress-nginx auth-url to the Service, front:
-	// none) needs the same key in every replica.
-	IdentitySigningKeyFile string
-	// IdentityAcceptedKeysFile holds further PEM keys (PUBLIC KEY or
-	// PRIVATE KEY blocks) whose public halves are published but never
-	// signed with: the next key before a rotation, the previous one after
-	// it. Optional, and so is the file: while it does not exist no further
-	// key is published (the chart mounts it from an optional Secret key, so
-	// that a Secret holding signing.pem alone is enough).
-	IdentityAcceptedKeysFile string
-	// IdentityKeysFile is where the public halves are written (mode 0644),
-	// or the per-start MAC key (mode 0640), for the bridge's
-	// --identity-keys-file. Default DefaultIdentityKeysFile;
-	// empty publishes nothing (the bridge then needs the public key some
-	// other way).
-	IdentityKeysFile string
-}
-
-// DefaultSigningOptions returns the documented defaults.
-func DefaultSigningOptions() SigningOptions {
-	return SigningOptions{IdentityKeysFile: DefaultIdentityKeysFile}
-}
-
-// AddFlags registers the signing flags on fs.
-func (o *SigningOptions) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh HMAC-SHA256 key per start, known only to the bridge of this Pod")
-	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s; a missing file publishes none")
-	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys (or the per-start MAC key, mode 0640) are written to, for the bridge's --identity-keys-file; empty publishes none")
-}
-
-// Validate reports every invalid field, each error naming its flag.
-func (o *SigningOptions) Validate() error {
-	if o.IdentityAcceptedKeysFile != "" && o.IdentitySigningKeyFile == "" {
-		return errors.New("--identity-accepted-keys-file: needs --identity-signing-key-file (a per-start key has no rotation)")
-	}
-	return nil
-}
 
 // keyring is the loaded signing state: the signer and every public key
 // published beside its own, or the per-start MAC key.
@@ -206,13 +153,23 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 	return d
 }
 
-// installKeyring publishes kr's public keys, then signs with it: the bridge
-// of this Pod knows a key before any answer carries it.
+// publishKeyring writes kr's public keys to --identity-keys-file, if set:
+// the bridge of this Pod learns a key before any answer carries it.
+func publishKeyring(kr *keyring, o SigningOptions) error {
+	if o.IdentityKeysFile == "" {
+		return nil
+	}
+	if err := identitysig.WriteKeys(o.IdentityKeysFile, kr.published, kr.mac); err != nil {
+		return fmt.Errorf("--identity-keys-file: %w (mount the directory the bridge shares, docs/revocation.md#signing)", err)
+	}
+	return nil
+}
+
+// installKeyring publishes kr's public keys, then signs with it (a reload
+// of the key files).
 func (a *Authorizer) installKeyring(kr *keyring, o SigningOptions) error {
-	if o.IdentityKeysFile != "" {
-		if err := identitysig.WriteKeys(o.IdentityKeysFile, kr.published, kr.mac); err != nil {
-			return fmt.Errorf("--identity-keys-file: %w (mount the directory the bridge shares, docs/revocation.md#signing)", err)
-		}
+	if err := publishKeyring(kr, o); err != nil {
+		return err
 	}
 	a.signer.cur.Store(kr.signer)
 	return nil

@@ -10,13 +10,6 @@ import (
 	"testing"
 )
 
-// optionsFileExceptions are the files of the two services that still hold
-// an Options type's flags beside the code they configure, with the reason.
-var optionsFileExceptions = map[string]string{
-	"extauthz/signing.go": "the identity signature's key files: its options move to signing_options.go with its next change",
-	"bridge/signature.go": "the identity signature check: its options move to signature_options.go with its next change",
-}
-
 // TestOptionsFilesFollowOneRule: in both services (extauthz/, bridge/ and
 // their rooms) the type whose AddFlags registers flags lives in a file
 // named options.go or <topic>_options.go, so a reader finds every flag by
@@ -36,9 +29,7 @@ func TestOptionsFilesFollowOneRule(t *testing.T) {
 				if base == "options.go" || strings.HasSuffix(base, "_options.go") {
 					continue
 				}
-				if _, ok := optionsFileExceptions[filepath.ToSlash(rel)]; !ok {
-					t.Errorf("%s: %s.AddFlags is in a file not named options.go or <topic>_options.go", rel, typ)
-				}
+				t.Errorf("%s: %s.AddFlags is in a file not named options.go or <topic>_options.go", rel, typ)
 			}
 			return nil
 		})
