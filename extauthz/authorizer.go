@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
-	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
@@ -57,11 +57,13 @@ type Authorizer struct {
 	objects  Objects
 	metrics  *metrics
 	log      *slog.Logger
-	keys     *keySet
-	verifier *verifier
-	outage   *outage
-	events   peerEvents
-	now      func() time.Time
+	// checkLogs are the check line's handlers of log (checklog.go).
+	checkLogs atomic.Pointer[checkLogs]
+	keys      *keySet
+	verifier  *verifier
+	outage    *outage
+	events    peerEvents
+	now       func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
 	// to this process (Deps.Live; keyholder.go). nil: none known.
 	holders keyHolders
@@ -141,29 +143,7 @@ func (a *Authorizer) KeysLoaded() bool { return a.keys.Loaded() }
 // carries no token and no URL query: only the path when it held no token.
 func (a *Authorizer) observe(ctx context.Context, req Request, d Decision, client string, elapsed time.Duration) {
 	a.metrics.observeCheck(req.Frontend, d, elapsed)
-	result, reason, level := "allow", contract.ResultAllowed, slog.LevelInfo
-	if !d.Allowed() {
-		result, reason = "deny", d.Reason
-	}
-	a.log.LogAttrs(ctx, level, "check",
-		slog.String("frontend", req.Frontend),
-		slog.String("result", result),
-		slog.String("reason", string(reason)),
-		slog.Int("status", d.Status()),
-		slog.String("identity", d.Identity),
-		slog.String("peer", d.Peer),
-		slog.String("key", d.KeyFingerprint),
-		slog.String("request_id", req.RequestID),
-		slog.String("client_address", client),
-		slog.String("claimed_node", d.ClaimedNode),
-		slog.String("method", req.Method),
-		slog.String("path", logPath(req.Target)),
-		slog.Bool("cache_hit", d.CacheHit),
-		slog.Bool("offline", d.Offline),
-		slog.Bool("review_owed", d.ReviewOwed),
-		slog.String("detail", d.Detail),
-		slog.Duration("latency", elapsed),
-	)
+	a.logCheck(ctx, &req, &d, client, elapsed)
 }
 
 // logPath returns the path of target without its query, or a placeholder

@@ -196,38 +196,61 @@ type allowHeader struct {
 	append wrapperspb.BoolValue // false
 }
 
-// allowAnswer is an allow answer's messages, allocated together.
+// allowInline is how many headers an allow answer holds without a second
+// allocation: a relay allow sets at most seven (identity.go's five and the
+// two the signer appends); more spill into their own slices.
+const allowInline = 8
+
+// allowAnswer is an allow answer's messages and, up to allowInline, its
+// headers, allocated together: one allocation per allow.
 type allowAnswer struct {
-	resp   authv3.CheckResponse
-	status status.Status
-	ok     authv3.CheckResponse_OkResponse
-	okHTTP authv3.OkHttpResponse
-	remove [1]string
+	resp    authv3.CheckResponse
+	status  status.Status
+	ok      authv3.CheckResponse_OkResponse
+	okHTTP  authv3.OkHttpResponse
+	remove  [1]string
+	hs      [allowInline]allowHeader
+	headers [allowInline]*corev3.HeaderValueOption
 }
 
 func checkResponse(d Decision) *authv3.CheckResponse {
 	if d.Allowed() {
-		hs := make([]allowHeader, len(d.Headers))
-		headers := make([]*corev3.HeaderValueOption, len(d.Headers))
-		for i, h := range d.Headers {
-			x := &hs[i]
-			x.header.Key, x.header.Value = h.Name, h.Value
-			x.opt.Header = &x.header
-			//lint:ignore SA1019 docs/spec.md#envoy: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
-			x.opt.Append = &x.append
-			x.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-			headers[i] = &x.opt
-		}
-		a := new(allowAnswer)
-		a.status.Code = int32(codes.OK)
-		a.remove[0] = "authorization"
-		a.okHTTP.Headers = headers
-		a.okHTTP.HeadersToRemove = a.remove[:]
-		a.ok.OkResponse = &a.okHTTP
-		a.resp.Status = &a.status
-		a.resp.HttpResponse = &a.ok
-		return &a.resp
+		return allowResponse(d.Headers)
 	}
+	return deniedResponse(d)
+}
+
+// allowResponse is the OK answer setting hdrs (overwriting) upstream and
+// removing the client's Authorization.
+func allowResponse(hdrs []Header) *authv3.CheckResponse {
+	a := new(allowAnswer)
+	hs, headers := a.hs[:0], a.headers[:0]
+	if len(hdrs) > allowInline {
+		hs, headers = make([]allowHeader, 0, len(hdrs)), make([]*corev3.HeaderValueOption, 0, len(hdrs))
+	}
+	hs = hs[:len(hdrs)]
+	for i, h := range hdrs {
+		x := &hs[i]
+		x.header.Key, x.header.Value = h.Name, h.Value
+		x.opt.Header = &x.header
+		//lint:ignore SA1019 docs/spec.md#envoy: set append=false explicitly beside append_action (Envoy 1.37 appended when unset).
+		x.opt.Append = &x.append
+		x.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		headers = append(headers, &x.opt)
+	}
+	a.status.Code = int32(codes.OK)
+	a.remove[0] = "authorization"
+	a.okHTTP.Headers = headers
+	a.okHTTP.HeadersToRemove = a.remove[:]
+	a.ok.OkResponse = &a.okHTTP
+	a.resp.Status = &a.status
+	a.resp.HttpResponse = &a.ok
+	return &a.resp
+}
+
+// deniedResponse is the answer of a deny: its status, the reason header and
+// a one-line body naming the reason.
+func deniedResponse(d Decision) *authv3.CheckResponse {
 	deniedHeaders := []*corev3.HeaderValueOption{
 		denyHeader(contract.HeaderDenyReason, string(d.Reason)),
 		denyHeader("Content-Type", "text/plain; charset=utf-8"),
