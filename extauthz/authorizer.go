@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -42,9 +43,9 @@ type Deps struct {
 	// and revocations an operator must act on; nil records none.
 	Events *events.Recorder
 	// Live holds the bindings of the bridges streaming to this process (the
-	// RevocationHub's streams): which binding holds a key, and where a
+	// revocation hub's streams): which binding holds a key, and where a
 	// failed follow-up review marks its objects changed. nil: none known.
-	Live *LiveBindings
+	Live *revocationhub.LiveBindings
 	// Signer signs relay allows: the configured key, published before the
 	// Authorizer is built (publishKeyring). nil: a per-start key pair.
 	Signer *identitysig.Signer
