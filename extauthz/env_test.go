@@ -265,7 +265,7 @@ func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer
 	e.authz, err = NewAuthorizer(cfg, Deps{Reviews: reviews, Objects: in,
 		Registry: e.reg, Logger: logger, Now: e.clock.Now, Keys: e.disc.fetch, Live: e.live})
 	must(t, err)
-	must(t, e.authz.keys.refresh(ctx, "periodic"))
+	must(t, e.authz.keys.Refresh(ctx, "periodic"))
 	e.srv = &CheckServer{Authorizer: e.authz}
 	return e
 }

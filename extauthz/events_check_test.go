@@ -92,7 +92,7 @@ func TestCheckRecordsRefusalEvent(t *testing.T) {
 		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Now: env.clock.Now, Keys: env.disc.fetch,
 		Events: e.ev})
 	must(t, err)
-	must(t, authz.keys.refresh(t.Context(), "periodic"))
+	must(t, authz.keys.Refresh(t.Context(), "periodic"))
 	resp, err := (&CheckServer{Authorizer: authz}).Check(context.Background(), relayCheck(env.tokens()["peer-dup-key"], nil))
 	must(t, err)
 	assertDenied(t, resp, contract.ReasonPeerKeyDuplicate)

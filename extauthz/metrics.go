@@ -29,9 +29,8 @@ type metrics struct {
 	cacheMisses    prometheus.Counter
 	cacheNegHits   prometheus.Counter
 	inflight       prometheus.Gauge
-	// Local verification and degraded mode (jwks.go, offline.go).
-	jwksRefreshes *prometheus.CounterVec
-	jwksKeys      prometheus.Gauge
+	// Degraded mode (offline.go); the key set's are its room's
+	// (internal/jwks/metrics.go).
 	offlineChecks *prometheus.CounterVec
 	reviewOutage  prometheus.Gauge
 	gateRefusals  *prometheus.CounterVec // by cause (internal/reviewgate)
@@ -78,7 +77,7 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
 		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
-		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage, m.reviewFailures, m.gateRefusals} {
+		m.offlineChecks, m.reviewOutage, m.reviewFailures, m.gateRefusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -109,13 +108,6 @@ func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duratio
 }
 
 func (m *metrics) addVerifyMetrics() {
-	m.jwksRefreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Name: "jwks_refreshes_total",
-		Help: "Fetches of the ServiceAccount signing keys by trigger (periodic|unknown_kid) and result (ok|error).",
-	}, []string{"trigger", "result"})
-	m.jwksKeys = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Name: "jwks_keys", Help: "ServiceAccount token verification keys loaded.",
-	})
 	m.offlineChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "offline_checks_total",
 		Help: "Checks decided without TokenReview (--on-review-unavailable=verify-offline) by result (allow|deny).",

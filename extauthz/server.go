@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"net"
@@ -49,8 +50,8 @@ type Clients struct {
 	// Peers lists and watches WireKubePeers (dynamic.Interface.Resource(PeerGVR)).
 	Peers dynamic.ResourceInterface
 	// Keys fetches the ServiceAccount issuer discovery documents
-	// (RESTFetch of the API server's REST client).
-	Keys FetchFunc
+	// (jwks.RESTFetch of the API server's REST client).
+	Keys jwks.FetchFunc
 	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
 	// nil records none.
 	Events events.Client
@@ -68,7 +69,7 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR), Events: kube.CoreV1(),
 		Meshes: dyn.Resource(MeshGVR)}
 	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
-		c.Keys = RESTFetch(rc)
+		c.Keys = jwks.RESTFetch(rc)
 	}
 	c.Admission = kube.AdmissionregistrationV1()
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
