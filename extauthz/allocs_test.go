@@ -43,7 +43,7 @@ func TestCheckCacheHitAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(200, check); n > maxCacheHitAllocs {
 			t.Errorf("%s: %.0f allocations per cache-hit Check, want <= %d", phase, n, maxCacheHitAllocs)
 		}
-		must(t, e.authz.keys.refresh(ctx, "periodic"))
+		must(t, e.authz.keys.Refresh(ctx, "periodic"))
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -35,16 +37,16 @@ type Deps struct {
 	// Now is the clock used for cache TTLs and token claims.
 	Now func() time.Time
 	// Keys fetches the ServiceAccount issuer discovery documents from the
-	// API server (RESTFetch). Required: every token's signature is checked
+	// API server (jwks.RESTFetch). Required: every token's signature is checked
 	// against them before a TokenReview is spent on it.
-	Keys FetchFunc
+	Keys jwks.FetchFunc
 	// Events records Kubernetes Events on WireKubePeers for the refusals
 	// and revocations an operator must act on; nil records none.
 	Events *events.Recorder
 	// Live holds the bindings of the bridges streaming to this process (the
-	// RevocationHub's streams): which binding holds a key, and where a
+	// revocation hub's streams): which binding holds a key, and where a
 	// failed follow-up review marks its objects changed. nil: none known.
-	Live *LiveBindings
+	Live *revocationhub.LiveBindings
 	// Signer signs relay allows: the configured key, published before the
 	// Authorizer is built (publishKeyring). nil: a per-start key pair.
 	Signer *identitysig.Signer
@@ -59,7 +61,7 @@ type Authorizer struct {
 	log      *slog.Logger
 	// checkLogs are the check line's handlers of log (checklog.go).
 	checkLogs atomic.Pointer[checkLogs]
-	keys      *keySet
+	keys      *jwks.Set
 	verifier  *verifier
 	outage    *outage
 	events    peerEvents
@@ -110,8 +112,11 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		return nil, err
 	}
 	rv.log = d.Logger
-	ks := &keySet{fetch: d.Keys, issuers: cfg.issuers, interval: cfg.jwksInterval, minRefresh: cfg.jwksMinRefresh,
-		now: d.Now, metrics: m, log: d.Logger}
+	ks, err := jwks.New(jwks.Config{Fetch: d.Keys, Issuers: cfg.issuers, Interval: cfg.jwksInterval,
+		MinRefresh: cfg.jwksMinRefresh, Now: d.Now, Log: d.Logger, Reg: d.Registry})
+	if err != nil {
+		return nil, fmt.Errorf("extauthz metrics: %w", err)
+	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}

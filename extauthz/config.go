@@ -46,7 +46,7 @@ type Config struct {
 	afterPending   int
 	reviewQPS      float64
 	reviewBurst    int
-	// The revocation Watch listener (revocation_options.go).
+	// The revocation Watch listener (internal/revocationhub/options.go).
 	revocation RevocationOptions
 	// The admission policy reported on (internal/admission).
 	peerAdmission admission.Config

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"io"
 	"log/slog"
 	"os"
@@ -104,7 +105,7 @@ type env struct {
 	dyn     *dynamicfake.FakeDynamicClient
 	in      *Informers
 	authz   *Authorizer
-	live    *LiveBindings // the Authorizer's; a test's hub streams into it
+	live    *revocationhub.LiveBindings // the Authorizer's; a test's hub streams into it
 	srv     *CheckServer
 	clock   *testutil.Clock
 	disc    *fakeDiscovery
@@ -260,11 +261,11 @@ func newEnvOpts(t testing.TB, mutate func(*Options), direct bool, logs io.Writer
 	if direct {
 		reviews = directReviews{e}
 	}
-	e.live = NewLiveBindings()
+	e.live = revocationhub.NewLiveBindings()
 	e.authz, err = NewAuthorizer(cfg, Deps{Reviews: reviews, Objects: in,
 		Registry: e.reg, Logger: logger, Now: e.clock.Now, Keys: e.disc.fetch, Live: e.live})
 	must(t, err)
-	must(t, e.authz.keys.refresh(ctx, "periodic"))
+	must(t, e.authz.keys.Refresh(ctx, "periodic"))
 	e.srv = &CheckServer{Authorizer: e.authz}
 	return e
 }

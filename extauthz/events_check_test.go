@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestCheckRecordsRefusalEvent(t *testing.T) {
 		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Now: env.clock.Now, Keys: env.disc.fetch,
 		Events: e.ev})
 	must(t, err)
-	must(t, authz.keys.refresh(t.Context(), "periodic"))
+	must(t, authz.keys.Refresh(t.Context(), "periodic"))
 	resp, err := (&CheckServer{Authorizer: authz}).Check(context.Background(), relayCheck(env.tokens()["peer-dup-key"], nil))
 	must(t, err)
 	assertDenied(t, resp, contract.ReasonPeerKeyDuplicate)
@@ -114,10 +115,10 @@ func TestRevocationRecordsEvent(t *testing.T) {
 	env := newEnv(t, nil)
 	e := newEventsEnv(t, env.in)
 	env.authz.events = peerEvents{e.ev}
-	hub, err := NewRevocationHub(env.authz, env.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := newHub(env, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
-	st := newRevocationStream()
-	if added, _ := st.add(1, peerSABinding(), 10); !added {
+	st := revocationhub.NewStream()
+	if added, _ := st.Add(1, peerSABinding(), 10); !added {
 		t.Fatal("binding not added")
 	}
 	_, err = env.dyn.Resource(PeerGVR).Update(t.Context(), peerObject("node-b", "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="), metav1.UpdateOptions{})
@@ -126,11 +127,11 @@ func TestRevocationRecordsEvent(t *testing.T) {
 		k, _ := env.in.PeerKey("node-b")
 		return k == "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
 	})
-	st.markDirty(objectKey(kindPeer, "", "node-b"), time.Now())
+	st.MarkDirty(revocationhub.ObjectKey(revocationhub.KindPeer, "", "node-b"), time.Now())
 	must(t, env.client.CoreV1().Pods("wirekube-system").Delete(t.Context(), "agent-a", metav1.DeleteOptions{}))
 	testutil.Eventually(t, "agent-a gone from the cache", func() bool { _, ok := env.in.Pod("wirekube-system", "agent-a"); return !ok })
-	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: podBinding().Format()})
-	if out := hub.judge(st); len(out) != 2 {
+	st.Queue(revocation.Op{Kind: revocation.KindAdd, ID: 2, Binding: podBinding().Format()})
+	if out := hub.Judge(st); len(out) != 2 {
 		t.Fatalf("revocations %+v, want 2", out)
 	}
 	e.drain(t)

@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"slices"
 	"strings"
 	"time"
@@ -26,19 +27,13 @@ type Objects interface {
 	PeersWithKey(key string) []string
 }
 
-const saUserPrefix = "system:serviceaccount:"
+const saUserPrefix = revocationhub.ServiceAccountPrefix
 
-// parseSAUsername splits system:serviceaccount:<ns>:<name>.
+// parseSAUsername splits system:serviceaccount:<ns>:<name>
+// (revocationhub.ServiceAccountOf: the hub indexes bindings by it).
 func parseSAUsername(u string) (nsName, bool) {
-	rest, ok := strings.CutPrefix(u, saUserPrefix)
-	if !ok {
-		return nsName{}, false
-	}
-	ns, name, ok := strings.Cut(rest, ":")
-	if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
-		return nsName{}, false
-	}
-	return nsName{ns, name}, true
+	ns, name, ok := revocationhub.ServiceAccountOf(u)
+	return nsName{ns, name}, ok
 }
 
 // serviceAccountLive checks that the ServiceAccount still exists with the UID

@@ -10,7 +10,7 @@ import (
 // keyHolders reports a live session's binding, other than b, that holds
 // b's key. Safe for concurrent use.
 type keyHolders interface {
-	otherHolder(b revocation.Binding) (revocation.Binding, bool)
+	OtherHolder(b revocation.Binding) (revocation.Binding, bool)
 }
 
 // checkKeyHolder refuses an allowed relay upgrade with
@@ -22,7 +22,7 @@ func (a *Authorizer) checkKeyHolder(d Decision) Decision {
 	if a.holders == nil {
 		return d
 	}
-	other, ok := a.holders.otherHolder(d.binding)
+	other, ok := a.holders.OtherHolder(d.binding)
 	if !ok {
 		return d
 	}
@@ -58,16 +58,4 @@ func probeOnly(offered []string) bool {
 		}
 	}
 	return probe
-}
-
-// otherHolder returns a binding of st other than b indexed under key.
-func (st *revocationStream) otherHolder(key string, b revocation.Binding) (revocation.Binding, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	for id := range st.index[key] {
-		if o := st.bindings[id]; o != b {
-			return o, true
-		}
-	}
-	return revocation.Binding{}, false
 }

@@ -3,31 +3,25 @@ package extauthz
 import (
 	"context"
 	"encoding/hex"
-	"log/slog"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// hubHolding is a RevocationHub on e's Authorizer whose one stream holds
-// bindings (ids 1, 2, ...), as a bridge's list would.
-func hubHolding(t *testing.T, e *env, bindings ...revocation.Binding) *revocationStream {
+// hubHolding is a stream joined to e's LiveBindings (as the hub joins a
+// bridge's) that holds bindings (ids 1, 2, ...), as a bridge's list would.
+func hubHolding(t *testing.T, e *env, bindings ...revocation.Binding) *revocationhub.Stream {
 	t.Helper()
-	hub, err := NewRevocationHub(e.authz, e.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newRevocationStream()
-	if !hub.live.join(st, 1) {
+	st := revocationhub.NewStream()
+	if !e.live.Join(st, 1) {
 		t.Fatal("stream not joined")
 	}
 	for i, b := range bindings {
-		if added, _ := st.add(uint64(i+1), b, 100); !added {
+		if added, _ := st.Add(uint64(i+1), b, 100); !added {
 			t.Fatal("binding not added")
 		}
 	}
@@ -88,7 +82,7 @@ func TestKeyHolderGoneAdmits(t *testing.T) {
 	st := hubHolding(t, e, peerSABinding())
 	tok := e.tokens()["peer-pod"]
 	wantReason(t, e.check(t, tok), contract.ReasonKeyHeldByOtherBinding)
-	st.remove(1)
+	st.Remove(1)
 	wantReason(t, e.check(t, tok), "")
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"testing"
 
@@ -86,19 +87,19 @@ func TestKeyMovedRefusedAtCheck(t *testing.T) {
 func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	env := newEnv(t, nil)
 	moveKey(t, env)
-	hub, err := NewRevocationHub(env.authz, env.live, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	hub, err := newHub(env, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
-	st := newRevocationStream()
+	st := revocationhub.NewStream()
 	moved := bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
 		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
-	st.pending = append(st.pending, revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
-	out := hub.judge(st)
+	st.Queue(revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
+	out := hub.Judge(st)
 	want := fmt.Sprintf("%v", []revocation.Op{{Kind: revocation.KindRevoke, ID: 7, Reason: string(contract.ReasonPeerKeyMoved)}})
 	if fmt.Sprintf("%v", out) != want {
 		t.Fatalf("ops %v, want %s", out, want)
 	}
-	if st.size() != 0 {
-		t.Fatalf("%d bindings still watched, want 0", st.size())
+	if st.Size() != 0 {
+		t.Fatalf("%d bindings still watched, want 0", st.Size())
 	}
 }
 

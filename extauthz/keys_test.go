@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,9 +177,9 @@ func (d *fakeDiscovery) fetch(_ context.Context, path string) ([]byte, error) {
 		return nil, d.err
 	}
 	switch path {
-	case discoveryPath:
-		return json.Marshal(map[string]any{"issuer": d.issuer, "jwks_uri": d.issuer + jwksPath})
-	case jwksPath:
+	case jwks.DiscoveryPath:
+		return json.Marshal(map[string]any{"issuer": d.issuer, "jwks_uri": d.issuer + jwks.JWKSPath})
+	case jwks.JWKSPath:
 		d.fetches.Add(1)
 		var set jose.JSONWebKeySet
 		for _, k := range d.keys {

@@ -9,10 +9,11 @@ import (
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// This file holds every collector of the service: metrics (checks,
-// TokenReview, cache, verification, degraded mode) and revocationMetrics (the
-// revocation stream). They are registered on the registry passed to
-// NewAuthorizer and NewRevocationHub, never on the global default.
+// This file holds the collectors of the checks: metrics (checks,
+// TokenReview, cache, verification, degraded mode); the revocation
+// stream's are the hub's (internal/revocationhub/metrics.go). They are
+// registered on the registry passed to NewAuthorizer and revocationhub.New,
+// never on the global default.
 
 // metricsNamespace prefixes every extauthz metric name.
 const metricsNamespace = "wirekube_extauthz"
@@ -28,9 +29,8 @@ type metrics struct {
 	cacheMisses    prometheus.Counter
 	cacheNegHits   prometheus.Counter
 	inflight       prometheus.Gauge
-	// Local verification and degraded mode (jwks.go, offline.go).
-	jwksRefreshes *prometheus.CounterVec
-	jwksKeys      prometheus.Gauge
+	// Degraded mode (offline.go); the key set's are its room's
+	// (internal/jwks/metrics.go).
 	offlineChecks *prometheus.CounterVec
 	reviewOutage  prometheus.Gauge
 	gateRefusals  *prometheus.CounterVec // by cause (internal/reviewgate)
@@ -77,7 +77,7 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 	}, func() float64 { return float64(cacheLen()) })
 	for _, c := range []prometheus.Collector{m.checks, m.checkDuration, m.reviews, m.reviewDuration,
 		m.cacheHits, m.cacheMisses, m.cacheNegHits, m.inflight, entries,
-		m.jwksRefreshes, m.jwksKeys, m.offlineChecks, m.reviewOutage, m.reviewFailures, m.gateRefusals} {
+		m.offlineChecks, m.reviewOutage, m.reviewFailures, m.gateRefusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -108,13 +108,6 @@ func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duratio
 }
 
 func (m *metrics) addVerifyMetrics() {
-	m.jwksRefreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Name: "jwks_refreshes_total",
-		Help: "Fetches of the ServiceAccount signing keys by trigger (periodic|unknown_kid) and result (ok|error).",
-	}, []string{"trigger", "result"})
-	m.jwksKeys = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Name: "jwks_keys", Help: "ServiceAccount token verification keys loaded.",
-	})
 	m.offlineChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "offline_checks_total",
 		Help: "Checks decided without TokenReview (--on-review-unavailable=verify-offline) by result (allow|deny).",
@@ -135,45 +128,6 @@ func newReviewFailures() *prometheus.CounterVec {
 		c.WithLabelValues(cat)
 	}
 	return c
-}
-
-// revocationMetrics are the revocation stream's collectors.
-type revocationMetrics struct {
-	revocations  *prometheus.CounterVec
-	eventToSend  prometheus.Histogram
-	refused      *prometheus.CounterVec // streams refused, by reason
-	backpressure prometheus.Counter
-}
-
-func newRevocationMetrics(reg prometheus.Registerer, counts func() (int, int)) (*revocationMetrics, error) {
-	const ns = metricsNamespace
-	m := &revocationMetrics{
-		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocations_total",
-			Help: "Live-session bindings revoked on the revocation stream, by reason."}, []string{"reason"}),
-		eventToSend: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "revocation_event_to_send_seconds",
-			Help:    "Time from an informer event to the revocation it caused being sent to the bridge.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9)}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocation_streams_refused_total",
-			Help: "Revocation streams refused: unauthenticated (no or a wrong secret) or streams_limit (--revocation-max-streams open)."},
-			[]string{"reason"}),
-		backpressure: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "revocation_backpressure_total",
-			Help: "Times a revocation stream stopped reading because its bridge had 2048 ops pending that were not judged and answered yet."}),
-	}
-	for _, r := range []string{refusedUnauthenticated, refusedStreamsLimit} {
-		m.refused.WithLabelValues(r)
-	}
-	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_streams",
-		Help: "Open revocation streams (one per connected bridge)."},
-		func() float64 { s, _ := counts(); return float64(s) })
-	bindings := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "revocation_bindings",
-		Help: "Live-session bindings watched over every revocation stream."},
-		func() float64 { _, b := counts(); return float64(b) })
-	for _, c := range []prometheus.Collector{m.revocations, m.eventToSend, streams, bindings, m.refused, m.backpressure} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
 
 // registerPeerKeyMetrics registers wirekube_extauthz_peer_keys_duplicate,

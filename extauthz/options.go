@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"net/url"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ type Options struct {
 	// VerifyOptions: local token verification, the degraded mode and the
 	// review gate.
 	VerifyOptions
-	// RevocationOptions: the revocation Watch listener (revocation_options.go).
+	// RevocationOptions: the revocation Watch listener (internal/revocationhub).
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (internal/admission).
 	PeerAdmissionOptions
@@ -149,7 +150,7 @@ func DefaultOptions() Options {
 			OnReviewThrottled:      ThrottledDeny,
 			ReviewAfterMaxPending:  3000,
 		},
-		RevocationOptions:    DefaultRevocationOptions(),
+		RevocationOptions:    revocationhub.DefaultOptions(),
 		PeerAdmissionOptions: admission.DefaultOptions(),
 		FailureLimitOptions:  DefaultFailureLimitOptions(),
 		MeshWatchOptions:     meshwatch.DefaultOptions(),
@@ -308,3 +309,7 @@ type MeshWatchOptions = meshwatch.Options
 // PeerAdmissionOptions are the flags of the admission policy report
 // (--peer-admission-policy, --peer-admission-binding).
 type PeerAdmissionOptions = admission.Options
+
+// RevocationOptions configure the revocation Watch listener
+// (internal/revocationhub/options.go).
+type RevocationOptions = revocationhub.Options

@@ -17,10 +17,10 @@ func TestRejudgeIdentityLeadsToAnotherPeer(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
 		o.AgentServiceAccounts = []string{"wirekube-system/wirekube-agent", "wirekube-system/wirekube-relay-peer-node-b"}
 	})
-	if r := e.authz.rejudge(peerPodBinding()); r != contract.ReasonNodeMismatch {
-		t.Fatalf("rejudge = %q, want %s", r, contract.ReasonNodeMismatch)
+	if r := e.authz.Rejudge(peerPodBinding()); r != contract.ReasonNodeMismatch {
+		t.Fatalf("Rejudge = %q, want %s", r, contract.ReasonNodeMismatch)
 	}
-	if r := e.authz.rejudge(podBinding()); r != "" {
-		t.Fatalf("the agent's own binding: rejudge = %q, want it to hold", r)
+	if r := e.authz.Rejudge(podBinding()); r != "" {
+		t.Fatalf("the agent's own binding: Rejudge = %q, want it to hold", r)
 	}
 }

@@ -3,6 +3,7 @@ package extauthz
 import (
 	"context"
 	"errors"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"sync"
 	"time"
 
@@ -60,7 +61,7 @@ func followUpIdentity(f *followUp) string { return f.ver.identity() }
 // failed follow-up marks its binding's objects changed on notify.
 func newFollowUps(max int, reg prometheus.Registerer, now func() time.Time, notify func(key string)) (*reviewafter.Queue[*followUp], error) {
 	return reviewafter.New(max, reg, now, followUpIdentity, func(b revocation.Binding) {
-		for _, key := range bindingKeys(b) {
+		for _, key := range revocationhub.BindingKeys(b) {
 			notify(key)
 		}
 	})

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"context"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"testing"
 	"time"
 
@@ -91,11 +92,11 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			e := throttledEnv(t, ThrottledReviewAfter, 10)
 			d := e.check(t, e.answerToken(agentSpec(e).sign(), tc.api))
 			wantReason(t, d, "")
-			if r := e.authz.rejudge(d.binding); r != "" {
+			if r := e.authz.Rejudge(d.binding); r != "" {
 				t.Fatalf("re-judged before the follow-up: %q, want it standing", r)
 			}
-			st := newRevocationStream() // a bridge's stream: told to re-judge when the follow-up revokes
-			if added, _ := st.add(1, d.binding, 10); !added || !e.live.join(st, 1) {
+			st := revocationhub.NewStream() // a bridge's stream: told to re-judge when the follow-up revokes
+			if added, _ := st.Add(1, d.binding, 10); !added || !e.live.Join(st, 1) {
 				t.Fatal("the admitted binding not on a stream")
 			}
 			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
@@ -104,13 +105,13 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 				t.Fatal("no follow-up owed")
 			}
 			e.authz.followUp(context.Background(), f)
-			if got := e.authz.rejudge(d.binding); got != tc.want {
+			if got := e.authz.Rejudge(d.binding); got != tc.want {
 				t.Errorf("re-judged after the follow-up: %q, want %q", got, tc.want)
 			}
 			if n := testutil.ToFloat64(e.authz.after.Results().WithLabelValues(tc.result)); n != 1 {
 				t.Errorf("review_after_total{result=%s} = %v, want 1", tc.result, n)
 			}
-			_, notified := st.take()
+			_, notified := st.Take()
 			if revoked := len(notified) > 0; revoked != (tc.want != "") {
 				t.Errorf("streams told to re-judge: %v, want %v", notified, tc.want != "")
 			}

@@ -118,7 +118,7 @@ func TestCanceledVsDeadline(t *testing.T) {
 	authz, err := NewAuthorizer(cfg, Deps{Reviews: api, Objects: e.in, Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewJSONHandler(suiteLog, nil)), Now: e.clock.Now, Keys: e.disc.fetch})
 	must(t, err)
-	must(t, authz.keys.refresh(context.Background(), "periodic"))
+	must(t, authz.keys.Refresh(context.Background(), "periodic"))
 	failures := func(cat string) float64 { return promtest.ToFloat64(authz.metrics.reviewFailures.WithLabelValues(cat)) }
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"sync"
 	"syscall"
 	"testing"
@@ -46,7 +47,7 @@ func BenchmarkRevocationBurst(b *testing.B) {
 		for i := range burst {
 			name := fmt.Sprintf("bench-%d", i)
 			objs.delete(name)
-			c.hub.live.Notify(objectKey(kindPod, "wirekube-system", name)) // what the Pod informer's handler does
+			e.live.Notify(revocationhub.ObjectKey(revocationhub.KindPod, "wirekube-system", name)) // what the Pod informer's handler does
 		}
 		lastDelete := time.Now()
 		for n := 0; n < burst; {

@@ -1,8 +1,6 @@
 package extauthz
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -23,14 +21,15 @@ func bindingOf(rv *review, node, peer string, key relayproto.Key) revocation.Bin
 	}
 }
 
-// rejudge runs the identity rules of the relay path again on a binding,
+// Rejudge runs the identity rules of the relay path again on a binding,
 // against the informer caches and this process's configuration, exactly as
 // an upgrade would be judged with a token whose TokenReview answered these
 // fields. It returns "" while the binding still holds, else the reason it
 // no longer does: the deny reason of the failing rule, node_mismatch when
 // the identity now leads to another peer (the Pod moved), peer_key_changed
-// when the peer's key is another one. Safe for concurrent use.
-func (a *Authorizer) rejudge(b revocation.Binding) contract.Reason {
+// when the peer's key is another one. It is the revocation hub's Judge (internal/revocationhub). Safe for
+// concurrent use.
+func (a *Authorizer) Rejudge(b revocation.Binding) contract.Reason {
 	if a.after != nil && a.after.Distrusted(b) {
 		return contract.ReasonTokenInvalid // its follow-up TokenReview failed (reviewafter.go)
 	}
@@ -58,38 +57,3 @@ func (a *Authorizer) rejudge(b revocation.Binding) contract.Reason {
 	}
 	return contract.CloseRevoked // bindPeer allowed without a binding: cannot vouch (fail closed)
 }
-
-// bindingKeys are the informer keys whose change can end binding b (see
-// objectKey): its ServiceAccount, Pod, Node and WireKubePeer.
-func bindingKeys(b revocation.Binding) []string {
-	keys := make([]string, 0, 5)
-	sa, ok := parseSAUsername(b.Identity)
-	if ok {
-		keys = append(keys, objectKey(kindSA, sa.ns, sa.name))
-		if b.PodName != "" {
-			keys = append(keys, objectKey(kindPod, sa.ns, b.PodName))
-		}
-	}
-	if b.NodeName != "" {
-		keys = append(keys, objectKey(kindNode, "", b.NodeName))
-	}
-	// The key too: another WireKubePeer taking this key (peer_key_duplicate)
-	// changes no object the binding names.
-	return append(keys, objectKey(kindPeer, "", b.Peer), keyHashKey(b.KeySHA256))
-}
-
-// keyHashKey is the revocation index key of a public key, by its SHA-256 as a
-// binding holds it.
-func keyHashKey(h [sha256.Size]byte) string { return objectKey(kindKey, "", hex.EncodeToString(h[:])) }
-
-// Object kinds of the revocation index.
-const (
-	kindPod  = "pod"
-	kindSA   = "sa"
-	kindNode = "node"
-	kindPeer = "peer"
-	kindKey  = "key" // a public key held by a WireKubePeer
-)
-
-// objectKey names one watched object in the revocation index.
-func objectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }

@@ -26,7 +26,7 @@ import (
 // refusedCount reads wirekube_extauthz_revocation_streams_refused_total.
 func (s *hubServer) refusedCount(t testing.TB, reason string) float64 {
 	t.Helper()
-	return testutil.ToFloat64(s.hub.metrics.refused.WithLabelValues(reason))
+	return testutil.ToFloat64(s.hub.Refused(reason))
 }
 
 // TestRevocationRefusesWithoutSecret: a caller without the secret, or with
@@ -52,7 +52,7 @@ func TestRevocationRefusesWithoutSecret(t *testing.T) {
 			}
 		})
 	}
-	if got := s.refusedCount(t, refusedUnauthenticated); got != 2 {
+	if got := s.refusedCount(t, "unauthenticated"); got != 2 {
 		t.Fatalf("refused{unauthenticated} = %v, want 2", got)
 	}
 	if got := listServices(t, conn); !got["wirekube.relay.revocation.v2.Revocation"] {
@@ -91,7 +91,7 @@ func TestRevocationStreamsBound(t *testing.T) {
 	if _, err := revocation.RecvFromExtauthz(third.stream); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("third stream: %v, want ResourceExhausted", err)
 	}
-	if got := s.refusedCount(t, refusedStreamsLimit); got != 1 {
+	if got := s.refusedCount(t, "streams_limit"); got != 1 {
 		t.Fatalf("refused{streams_limit} = %v, want 1", got)
 	}
 	must(t, a.stream.CloseSend())
@@ -238,7 +238,7 @@ func TestRevocationBackpressure(t *testing.T) {
 	const flood = 300_000
 	e := newEnv(t, nil)
 	synctest.Test(t, func(t *testing.T) {
-		hub, err := NewRevocationHub(e.authz, e.live, prometheus.NewRegistry(), e.authz.log)
+		hub, err := newHub(e, prometheus.NewRegistry(), e.authz.log)
 		must(t, err)
 		hub.MarkSynced()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -246,10 +246,11 @@ func TestRevocationBackpressure(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- hub.Watch(f) }()
 		synctest.Wait()
-		if got, bound := f.received.Load(), int64(2*(maxPendingOps+revocation.MaxOps)); got > bound {
+		// The hub's pending bound is 4 messages of ops (2,048).
+		if got, bound := f.received.Load(), int64(2*(4*revocation.MaxOps+revocation.MaxOps)); got > bound {
 			t.Fatalf("hub took %d ops from a stream that never reads, want at most %d", got, bound)
 		}
-		if got := testutil.ToFloat64(hub.metrics.backpressure); got < 1 {
+		if got := testutil.ToFloat64(hub.Backpressure()); got < 1 {
 			t.Fatalf("revocation_backpressure_total = %v, want at least 1", got)
 		}
 		cancel()

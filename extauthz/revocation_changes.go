@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,7 +11,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// OnChange calls f with the revocation index key (objectKey) of every Pod,
+// OnChange calls f with the revocation index key (revocationhub.ObjectKey) of every Pod,
 // ServiceAccount, Node and WireKubePeer the informers add, update or
 // delete. An informer updates its cache before it calls handlers, so a
 // lookup from f (or after it) sees the change. f must not block: it runs
@@ -20,12 +21,12 @@ func (in *Informers) OnChange(f func(key string)) error {
 		kind string
 		inf  cache.SharedIndexInformer
 	}
-	infs := []kindInformer{{kindNode, in.nodes}, {kindPeer, in.peers}}
+	infs := []kindInformer{{revocationhub.KindNode, in.nodes}, {revocationhub.KindPeer, in.peers}}
 	for _, inf := range in.pods {
-		infs = append(infs, kindInformer{kindPod, inf})
+		infs = append(infs, kindInformer{revocationhub.KindPod, inf})
 	}
 	for _, inf := range in.sas {
-		infs = append(infs, kindInformer{kindSA, inf})
+		infs = append(infs, kindInformer{revocationhub.KindSA, inf})
 	}
 	for _, i := range infs {
 		if _, err := i.inf.AddEventHandler(changeHandler(i.kind, f)); err != nil {
@@ -48,7 +49,7 @@ func peerKeyHandler(f func(string)) cache.ResourceEventHandler {
 		}
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			if k, ok := peerKeyOf(u); ok {
-				f(keyHashKey(revocation.KeyHash(k[:])))
+				f(revocationhub.KeyHashKey(revocation.KeyHash(k[:])))
 			}
 		}
 	}
@@ -69,7 +70,7 @@ func changeHandler(kind string, f func(string)) cache.ResourceEventHandler {
 		if !ok {
 			ns, name = "", key
 		}
-		f(objectKey(kind, ns, name))
+		f(revocationhub.ObjectKey(kind, ns, name))
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    notify,

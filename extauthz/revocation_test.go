@@ -3,6 +3,7 @@ package extauthz
 import (
 	"bytes"
 	"context"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -111,11 +112,11 @@ func TestRejudge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
-			if r := e.authz.rejudge(tc.binding); r != "" {
+			if r := e.authz.Rejudge(tc.binding); r != "" {
 				t.Fatalf("before the change: %s", r)
 			}
 			must(t, tc.change(e))
-			testutil.Eventually(t, string(tc.want), func() bool { return e.authz.rejudge(tc.binding) == tc.want })
+			testutil.Eventually(t, string(tc.want), func() bool { return e.authz.Rejudge(tc.binding) == tc.want })
 		})
 	}
 }
@@ -149,10 +150,10 @@ func replacePod(ctx context.Context, e *env, node string) error {
 // configuration (extauthz restarted without that identity).
 func TestRejudgeConfig(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.AgentServiceAccounts = []string{"wirekube-system/other-agent"} })
-	if r := e.authz.rejudge(podBinding()); r != contract.ReasonIdentityNotAllowed {
-		t.Fatalf("rejudge = %q, want identity_not_allowed", r)
+	if r := e.authz.Rejudge(podBinding()); r != contract.ReasonIdentityNotAllowed {
+		t.Fatalf("Rejudge = %q, want identity_not_allowed", r)
 	}
-	if r := e.authz.rejudge(peerSABinding()); r != "" {
+	if r := e.authz.Rejudge(peerSABinding()); r != "" {
 		t.Fatalf("per-peer binding: %q", r)
 	}
 }
@@ -161,31 +162,37 @@ func TestRejudgeConfig(t *testing.T) {
 type revocationClient struct {
 	t      testing.TB
 	stream grpc.ClientStream
-	hub    *RevocationHub
+	hub    *revocationhub.Hub
 }
 
 // hubServer is a hub served on a Unix socket as Run serves it
-// (revocationServer: the secret, the fixed windows, reflection).
+// (revocationhub.NewServer: the secret, the fixed windows, reflection).
 type hubServer struct {
-	hub        *RevocationHub
+	hub        *revocationhub.Hub
 	reg        *prometheus.Registry
 	sock       string
 	secretFile string
 }
 
+// newHub is the hub Run builds, judging with e's Authorizer over e.live.
+func newHub(e *env, reg prometheus.Registerer, log *slog.Logger) (*revocationhub.Hub, error) {
+	return revocationhub.New(revocationhub.Deps{Judge: e.authz, Events: e.authz.events, Limits: e.authz.cfg.revocation,
+		Live: e.live, Reg: reg, Log: log})
+}
+
 func serveHub(t testing.TB, e *env) *hubServer {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	hub, err := NewRevocationHub(e.authz, e.live, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
+	hub, err := newHub(e, reg, slog.New(slog.NewJSONHandler(suiteLog, nil)))
 	must(t, err)
 	must(t, e.in.OnChange(e.live.Notify))
 	hub.MarkSynced()
 	dir := t.TempDir()
 	o := e.authz.cfg.revocation
 	o.RevocationListen, o.RevocationSecretFile = "unix:"+filepath.Join(dir, "revocation.sock"), filepath.Join(dir, "secret")
-	ln, secret, err := listenRevocation(o)
+	ln, secret, err := revocationhub.Listen(o)
 	must(t, err)
-	gs := revocationServer(hub, secret)
+	gs := revocationhub.NewServer(hub, secret)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(ln) }()
 	t.Cleanup(func() {

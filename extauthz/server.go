@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,8 +50,8 @@ type Clients struct {
 	// Peers lists and watches WireKubePeers (dynamic.Interface.Resource(PeerGVR)).
 	Peers dynamic.ResourceInterface
 	// Keys fetches the ServiceAccount issuer discovery documents
-	// (RESTFetch of the API server's REST client).
-	Keys FetchFunc
+	// (jwks.RESTFetch of the API server's REST client).
+	Keys jwks.FetchFunc
 	// Events writes the Events of --peer-events (kubernetes.Interface.CoreV1());
 	// nil records none.
 	Events events.Client
@@ -67,7 +69,7 @@ func NewClients(kube kubernetes.Interface, dyn dynamic.Interface) Clients {
 	c := Clients{Core: kube.CoreV1(), Reviews: kube.AuthenticationV1(), Peers: dyn.Resource(PeerGVR), Events: kube.CoreV1(),
 		Meshes: dyn.Resource(MeshGVR)}
 	if rc := kube.Discovery().RESTClient(); rc != nil { // nil for a fake clientset
-		c.Keys = RESTFetch(rc)
+		c.Keys = jwks.RESTFetch(rc)
 	}
 	c.Admission = kube.AdmissionregistrationV1()
 	if watchlist.DoesClientNotSupportWatchListSemantics(kube) {
@@ -99,7 +101,7 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(authServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
-	gs := grpc.NewServer(append(revocationKeepalive(), grpc.MaxRecvMsgSize(1<<20))...)
+	gs := grpc.NewServer(append(revocationhub.Keepalive(), grpc.MaxRecvMsgSize(1<<20))...)
 	authv3.RegisterAuthorizationServer(gs, &CheckServer{Authorizer: s.authz})
 	healthpb.RegisterHealthServer(gs, hs)
 
@@ -110,9 +112,9 @@ func Run(ctx context.Context, cfg *Config, c Clients, reg *prometheus.Registry, 
 	g.Go(func() error { return s.becomeReady(gctx, hs, log) })
 	g.Go(func() error { return serveGRPC(gctx, gs, hs, lns.grpc) })
 	if lns.revocation != nil {
-		rs := revocationServer(s.hub, lns.secret)
+		rs := revocationhub.NewServer(s.hub, lns.secret)
 		g.Go(func() error {
-			return serveRevocation(gctx, rs, lns.revocation, cfg.revocation.RevocationSecretFile, log)
+			return revocationhub.Serve(gctx, rs, lns.revocation, cfg.revocation.RevocationSecretFile, log)
 		})
 	}
 	if lns.http != nil {
@@ -164,7 +166,7 @@ func listenAll(cfg *Config) (*listeners, error) {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
 	if cfg.revocation.RevocationListen != "" {
-		if l.revocation, l.secret, err = listenRevocation(cfg.revocation); err != nil {
+		if l.revocation, l.secret, err = revocationhub.Listen(cfg.revocation); err != nil {
 			closeAll()
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package extauthz
 import (
 	"context"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,7 @@ type service struct {
 	policy  *admission.Watch // reports only
 	meshes  *meshwatch.Watch // nil: --mesh-watch off
 	authz   *Authorizer
-	hub     *RevocationHub
+	hub     *revocationhub.Hub
 	keyring *keyring
 }
 
@@ -53,12 +54,13 @@ func newService(cfg *Config, c Clients, reg prometheus.Registerer, log *slog.Log
 	}
 	log.Info("identity signing key loaded", "signing_key_id", s.keyring.signer.KeyID(),
 		"published_key_ids", s.keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
-	live := NewLiveBindings()
+	live := revocationhub.NewLiveBindings()
 	if s.authz, err = NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
 		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.signer}); err != nil {
 		return nil, err
 	}
-	if s.hub, err = NewRevocationHub(s.authz, live, reg, log); err != nil {
+	if s.hub, err = revocationhub.New(revocationhub.Deps{Judge: s.authz, Events: s.authz.events, Limits: cfg.revocation,
+		Live: live, Reg: reg, Log: log}); err != nil {
 		return nil, fmt.Errorf("revocation metrics: %w", err)
 	}
 	if err := s.in.OnChange(live.Notify); err != nil {

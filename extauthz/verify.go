@@ -3,6 +3,7 @@ package extauthz
 import (
 	"context"
 	"encoding/json"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"slices"
 	"time"
 
@@ -61,7 +62,7 @@ type tokenClaims struct {
 // iss, aud, exp, nbf and iat claims, locally: a token that fails costs no
 // API call. Safe for concurrent use.
 type verifier struct {
-	keys     *keySet
+	keys     *jwks.Set
 	audience string
 	now      func() time.Time
 }
@@ -75,12 +76,12 @@ func (v *verifier) verify(ctx context.Context, token string) (*verified, contrac
 		return nil, contract.ReasonTokenSignatureInvalid, verifyParse
 	}
 	kid := tok.Headers[0].KeyID
-	keys, st, ok := v.keys.keysFor(kid)
+	keys, st, ok := v.keys.KeysFor(kid)
 	if !ok {
 		return nil, contract.ReasonReviewUnavailable, verifyNoKeys
 	}
-	if len(keys) == 0 && v.keys.refreshUnknown(ctx) {
-		keys, st, _ = v.keys.keysFor(kid)
+	if len(keys) == 0 && v.keys.RefreshUnknown(ctx) {
+		keys, st, _ = v.keys.KeysFor(kid)
 	}
 	if len(keys) == 0 {
 		return nil, contract.ReasonTokenSignatureInvalid, verifyKidUnkown
@@ -95,7 +96,7 @@ func (v *verifier) verify(ctx context.Context, token string) (*verified, contrac
 	case i < 0:
 		return nil, contract.ReasonTokenSignatureInvalid, detail
 	}
-	if reason, detail := v.checkClaims(&c, st.issuers); reason != "" {
+	if reason, detail := v.checkClaims(&c, st.Issuers()); reason != "" {
 		if detail == verifyExpired {
 			// Signed by the cluster, only too old: its claims still tell
 			// which node failed to refresh it (the log line and the Event),

@@ -2,32 +2,12 @@ package extauthz
 
 import (
 	"context"
-	"crypto"
-	"crypto/sha256"
-	"slices"
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
-
-// keyPrint names one verification key: its kid and its RFC 7638 SHA-256
-// thumbprint (the public key material), so a kid that now names another key
-// is a different keyPrint.
-type keyPrint struct {
-	kid   string
-	thumb [sha256.Size]byte
-}
-
-func printOf(k *jose.JSONWebKey) (keyPrint, bool) {
-	t, err := k.Thumbprint(crypto.SHA256)
-	if err != nil || len(t) != sha256.Size {
-		return keyPrint{}, false
-	}
-	p := keyPrint{kid: k.KeyID}
-	copy(p.thumb[:], t)
-	return p, true
-}
 
 // verified is the outcome of one signature verification, kept with the
 // token's cached review (the cache key is the HMAC of the whole token, so a
@@ -35,12 +15,12 @@ func printOf(k *jose.JSONWebKey) (keyPrint, bool) {
 // check while the key that verified it is still published. Immutable.
 type verified struct {
 	claims *tokenClaims
-	key    keyPrint  // of the key whose signature verified
-	state  *keyState // the key set it was verified against
+	key    jwks.Print  // of the key whose signature verified
+	state  *jwks.State // the key set it was verified against
 }
 
-func newVerified(c *tokenClaims, k *jose.JSONWebKey, st *keyState) *verified {
-	p, _ := printOf(k) // every key of st has a print (parseJWKS)
+func newVerified(c *tokenClaims, k *jose.JSONWebKey, st *jwks.State) *verified {
+	p, _ := jwks.PrintOf(k) // every key of st has a print (jwks.ParseJWKS)
 	return &verified{claims: c, key: p, state: st}
 }
 
@@ -52,14 +32,14 @@ func (v *verifier) holds(ver *verified) bool {
 	if ver == nil || ver.claims.Expiry == nil || !v.now().Before(ver.claims.Expiry.Time()) {
 		return false
 	}
-	st := v.keys.state.Load()
+	st := v.keys.Current()
 	switch {
 	case st == nil:
 		return false
 	case st == ver.state:
 		return true
 	}
-	return st.prints[ver.key] && slices.Contains(st.issuers, ver.claims.Issuer)
+	return st.Holds(ver.key, ver.claims.Issuer)
 }
 
 // verifyAgain verifies token in full: it has no cached verification that

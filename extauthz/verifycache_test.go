@@ -41,7 +41,7 @@ func TestCachedVerificationFollowsKeySet(t *testing.T) {
 			tok := e.answer(static(podBound()))
 			wantReason(t, e.check(t, tok), "")
 			tc.change(e.disc)
-			must(t, e.authz.keys.refresh(context.Background(), "periodic"))
+			must(t, e.authz.keys.Refresh(context.Background(), "periodic"))
 			d := e.check(t, tok)
 			wantReason(t, d, tc.want)
 			if n := e.reviews.Load(); n != 1 {

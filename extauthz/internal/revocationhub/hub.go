@@ -1,4 +1,4 @@
-package extauthz
+package revocationhub
 
 import (
 	"context"
@@ -17,18 +17,20 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// RevocationHub serves the revocation Watch stream (docs/revocation.md). A
+// Hub serves the revocation Watch stream (docs/revocation.md). A
 // bridge sends the binding of every live session (the full set on each
 // (re)connect, then adds and removes); the hub answers, on the same
 // stream, which of them no longer hold: at once for the ones already
 // invalid, later whenever an informer event ends one. It keeps no state
 // beyond its streams, so a restarted extauthz re-judges everything from
 // the bridge's next full list. Safe for concurrent use.
-type RevocationHub struct {
-	authz   *Authorizer
-	live    *LiveBindings // the streams, shared with authz
+type Hub struct {
+	judger  Judge
+	events  Recorder
+	limits  Options       // the bounds of streams and bindings
+	live    *LiveBindings // the streams, shared with the Judge
 	log     *slog.Logger
-	metrics *revocationMetrics
+	metrics *metrics
 	now     func() time.Time
 	ready   chan struct{} // closed once the informer caches have synced
 	ctx     context.Context
@@ -36,12 +38,36 @@ type RevocationHub struct {
 	recv    sync.WaitGroup // receiving goroutines of the streams
 }
 
-// NewRevocationHub builds a hub judging with authz over the streams of live
-// (the set authz was built with); its metrics go to reg.
-func NewRevocationHub(authz *Authorizer, live *LiveBindings, reg prometheus.Registerer, log *slog.Logger) (*RevocationHub, error) {
-	h := &RevocationHub{authz: authz, live: live, log: log, now: time.Now, ready: make(chan struct{})}
+// Judge re-judges a binding with the rules of an upgrade: "" while it
+// still holds, else the reason it no longer does. extauthz's Authorizer is
+// the Judge. Safe for concurrent use.
+type Judge interface {
+	Rejudge(b revocation.Binding) contract.Reason
+}
+
+// Recorder records a revocation as an Event on peer's WireKubePeer
+// (extauthz/internal/events, through extauthz/peerevents.go); it never waits.
+type Recorder interface {
+	Revoked(peer string, r contract.Reason)
+}
+
+// Deps is what a Hub is built from.
+type Deps struct {
+	Judge  Judge
+	Events Recorder
+	Limits Options       // RevocationMaxStreams and RevocationMaxBindings are read
+	Live   *LiveBindings // the set the Judge was built with
+	Reg    prometheus.Registerer
+	Log    *slog.Logger
+}
+
+// New builds a hub judging with d.Judge over the streams of d.Live; its
+// metrics go to d.Reg.
+func New(d Deps) (*Hub, error) {
+	h := &Hub{judger: d.Judge, events: d.Events, limits: d.Limits, live: d.Live, log: d.Log,
+		now: time.Now, ready: make(chan struct{})}
 	h.ctx, h.stop = context.WithCancel(context.Background())
-	m, err := newRevocationMetrics(reg, live.counts)
+	m, err := newMetrics(d.Reg, d.Live.counts)
 	if err != nil {
 		return nil, err
 	}
@@ -51,12 +77,12 @@ func NewRevocationHub(authz *Authorizer, live *LiveBindings, reg prometheus.Regi
 
 // MarkSynced lets streams start judging: before the caches hold a full
 // list every Pod would look deleted. Call it once.
-func (h *RevocationHub) MarkSynced() { close(h.ready) }
+func (h *Hub) MarkSynced() { close(h.ready) }
 
 // Shutdown ends every stream (so that a graceful gRPC stop need not wait
 // for the bridges to leave) and waits for their receiving goroutines.
 // Bridges reconnect to another extauthz or to this one after a restart.
-func (h *RevocationHub) Shutdown() {
+func (h *Hub) Shutdown() {
 	h.stop()
 	h.recv.Wait()
 }
@@ -65,11 +91,11 @@ func (h *RevocationHub) Shutdown() {
 // sync, then runs the stream until the bridge goes away or Shutdown. The
 // receiving goroutine it starts blocks in RecvMsg until gRPC ends the
 // stream, which happens when Watch returns: Shutdown waits for it.
-func (h *RevocationHub) Watch(stream grpc.ServerStream) error {
+func (h *Hub) Watch(stream grpc.ServerStream) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	defer context.AfterFunc(h.ctx, cancel)()
-	st := newRevocationStream()
+	st := newStream()
 	if err := h.join(st); err != nil {
 		return err
 	}
@@ -103,8 +129,8 @@ func (h *RevocationHub) Watch(stream grpc.ServerStream) error {
 // join adds st to the hub's streams, or refuses it (ResourceExhausted)
 // when --revocation-max-streams are open: a stream that waits for the
 // caches counts too.
-func (h *RevocationHub) join(st *revocationStream) error {
-	limit := h.authz.cfg.revocation.RevocationMaxStreams
+func (h *Hub) join(st *Stream) error {
+	limit := h.limits.RevocationMaxStreams
 	if !h.live.join(st, limit) {
 		h.metrics.refused.WithLabelValues(refusedStreamsLimit).Inc()
 		h.log.Warn("revocation stream refused: --revocation-max-streams open", slog.Int("limit", limit))
@@ -122,7 +148,7 @@ func errString(err error) string {
 
 // serve judges what the bridge sent and what changed, and sends the
 // revocations, until ctx is done. It is the stream's only sender.
-func (h *RevocationHub) serve(ctx context.Context, st *revocationStream, stream grpc.ServerStream) error {
+func (h *Hub) serve(ctx context.Context, st *Stream, stream grpc.ServerStream) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,7 +168,7 @@ func (h *RevocationHub) serve(ctx context.Context, st *revocationStream, stream 
 // judge takes what is pending on st and returns the ops to send: the
 // revocations first, in the order the bridge's ops came, then those the
 // changed objects caused.
-func (h *RevocationHub) judge(st *revocationStream) []revocation.Op {
+func (h *Hub) judge(st *Stream) []revocation.Op {
 	ops, dirty := st.take()
 	var out []revocation.Op
 	for _, op := range ops {
@@ -159,7 +185,7 @@ func (h *RevocationHub) judge(st *revocationStream) []revocation.Op {
 	}
 	for key, at := range dirty {
 		for id, b := range st.bound(key) {
-			if r := h.authz.rejudge(b); r != "" {
+			if r := h.judger.Rejudge(b); r != "" {
 				st.remove(id)
 				out = append(out, h.revoke(id, r, b.Peer, at))
 			}
@@ -171,12 +197,12 @@ func (h *RevocationHub) judge(st *revocationStream) []revocation.Op {
 // judgeAdd records a binding and judges it at once: it may have ended
 // before the bridge could send it. It returns the revocation reason ("" when
 // the binding holds) and the binding's peer.
-func (h *RevocationHub) judgeAdd(st *revocationStream, op revocation.Op) (contract.Reason, string) {
+func (h *Hub) judgeAdd(st *Stream, op revocation.Op) (contract.Reason, string) {
 	b, err := revocation.ParseBinding(op.Binding)
 	if err != nil {
 		return contract.CloseRevoked, "" // not a binding this extauthz issues: cannot vouch
 	}
-	limit := h.authz.cfg.revocation.RevocationMaxBindings
+	limit := h.limits.RevocationMaxBindings
 	if added, first := st.add(op.ID, b, limit); !added {
 		if first {
 			h.log.Warn("revocation stream at --revocation-max-bindings: sessions beyond it are revoked (revocation_limit)",
@@ -184,7 +210,7 @@ func (h *RevocationHub) judgeAdd(st *revocationStream, op revocation.Op) (contra
 		}
 		return contract.CloseRevocationLimit, b.Peer // cannot watch it: cannot vouch
 	}
-	r := h.authz.rejudge(b)
+	r := h.judger.Rejudge(b)
 	if r != "" {
 		st.remove(op.ID)
 	}
@@ -193,9 +219,9 @@ func (h *RevocationHub) judgeAdd(st *revocationStream, op revocation.Op) (contra
 
 // revoke is the revocation of session id for r, counted and recorded as an
 // Event on peer's WireKubePeer (internal/events).
-func (h *RevocationHub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
+func (h *Hub) revoke(id uint64, r contract.Reason, peer string, at time.Time) revocation.Op {
 	h.metrics.revocations.WithLabelValues(string(r)).Inc()
-	h.authz.events.Revoked(peer, r)
+	h.events.Revoked(peer, r)
 	op := revocation.Op{Kind: revocation.KindRevoke, ID: id, Reason: string(r)}
 	if !at.IsZero() {
 		op.EventUnixNano = at.UnixNano()
@@ -204,11 +230,11 @@ func (h *RevocationHub) revoke(id uint64, r contract.Reason, peer string, at tim
 	return op
 }
 
-// revocationKeepalive are the gRPC server options the revocation stream needs:
+// Keepalive are the gRPC server options the revocation stream needs:
 // bridges ping every 15 s to notice a vanished extauthz (so the default
 // 5-minute minimum would make the server hang up on them), and the server
 // pings idle connections to drop vanished bridges.
-func revocationKeepalive() []grpc.ServerOption {
+func Keepalive() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),

@@ -1,4 +1,4 @@
-package extauthz
+package revocationhub
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 // them: a bridge that sends without reading cannot grow extauthz's memory.
 const maxPendingOps = 4 * revocation.MaxOps
 
-// revocationStream is the state of one bridge's stream: the bindings it holds
+// Stream is the state of one bridge's stream: the bindings it holds
 // and an index from watched object to the bindings that read it, the ops
 // received and the object keys changed since the sender last looked.
-type revocationStream struct {
+type Stream struct {
 	mu       sync.Mutex
 	bindings map[uint64]revocation.Binding
 	index    map[string]map[uint64]struct{}
@@ -28,14 +28,14 @@ type revocationStream struct {
 	limited  bool                 // an Add was refused for the bindings bound (logged once)
 }
 
-func newRevocationStream() *revocationStream {
-	return &revocationStream{
+func newStream() *Stream {
+	return &Stream{
 		bindings: map[uint64]revocation.Binding{}, index: map[string]map[uint64]struct{}{},
 		dirty: map[string]time.Time{}, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 	}
 }
 
-func (st *revocationStream) signal() {
+func (st *Stream) signal() {
 	select {
 	case st.wake <- struct{}{}:
 	default:
@@ -46,7 +46,7 @@ func (st *revocationStream) signal() {
 // done. Any message that does not validate ends the stream: the bridge then
 // resyncs. While maxPendingOps are pending it reads nothing (onPause counts
 // each such pause).
-func (st *revocationStream) receive(ctx context.Context, stream revocation.Stream, onPause func()) error {
+func (st *Stream) receive(ctx context.Context, stream revocation.Stream, onPause func()) error {
 	for {
 		ops, err := revocation.RecvFromBridge(stream)
 		if err != nil {
@@ -67,7 +67,7 @@ func (st *revocationStream) receive(ctx context.Context, stream revocation.Strea
 }
 
 // waitRoom blocks until take leaves fewer than maxPendingOps pending.
-func (st *revocationStream) waitRoom(ctx context.Context) error {
+func (st *Stream) waitRoom(ctx context.Context) error {
 	for {
 		st.mu.Lock()
 		n := len(st.pending)
@@ -83,7 +83,7 @@ func (st *revocationStream) waitRoom(ctx context.Context) error {
 	}
 }
 
-func (st *revocationStream) markDirty(key string, at time.Time) {
+func (st *Stream) markDirty(key string, at time.Time) {
 	st.mu.Lock()
 	if _, ok := st.index[key]; !ok {
 		st.mu.Unlock()
@@ -96,7 +96,7 @@ func (st *revocationStream) markDirty(key string, at time.Time) {
 	st.signal()
 }
 
-func (st *revocationStream) take() ([]revocation.Op, map[string]time.Time) {
+func (st *Stream) take() ([]revocation.Op, map[string]time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	ops, dirty := st.pending, st.dirty
@@ -111,7 +111,7 @@ func (st *revocationStream) take() ([]revocation.Op, map[string]time.Time) {
 // add records b for id unless the stream already holds limit other
 // bindings; it reports whether it did, and whether this was the first
 // refusal on the stream.
-func (st *revocationStream) add(id uint64, b revocation.Binding, limit int) (added, firstRefusal bool) {
+func (st *Stream) add(id uint64, b revocation.Binding, limit int) (added, firstRefusal bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, ok := st.bindings[id]; ok {
@@ -123,7 +123,7 @@ func (st *revocationStream) add(id uint64, b revocation.Binding, limit int) (add
 		return false, first
 	}
 	st.bindings[id] = b
-	for _, k := range bindingKeys(b) {
+	for _, k := range BindingKeys(b) {
 		if st.index[k] == nil {
 			st.index[k] = map[uint64]struct{}{}
 		}
@@ -132,19 +132,19 @@ func (st *revocationStream) add(id uint64, b revocation.Binding, limit int) (add
 	return true, false
 }
 
-func (st *revocationStream) remove(id uint64) {
+func (st *Stream) remove(id uint64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.removeLocked(id)
 }
 
-func (st *revocationStream) removeLocked(id uint64) {
+func (st *Stream) removeLocked(id uint64) {
 	b, ok := st.bindings[id]
 	if !ok {
 		return
 	}
 	delete(st.bindings, id)
-	for _, k := range bindingKeys(b) {
+	for _, k := range BindingKeys(b) {
 		delete(st.index[k], id)
 		if len(st.index[k]) == 0 {
 			delete(st.index, k)
@@ -153,7 +153,7 @@ func (st *revocationStream) removeLocked(id uint64) {
 }
 
 // bound returns a copy of the bindings that read key.
-func (st *revocationStream) bound(key string) map[uint64]revocation.Binding {
+func (st *Stream) bound(key string) map[uint64]revocation.Binding {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make(map[uint64]revocation.Binding, len(st.index[key]))
@@ -163,10 +163,22 @@ func (st *revocationStream) bound(key string) map[uint64]revocation.Binding {
 	return out
 }
 
-func (st *revocationStream) size() int {
+func (st *Stream) size() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return len(st.bindings)
+}
+
+// otherHolder returns a binding of st other than b indexed under key.
+func (st *Stream) otherHolder(key string, b revocation.Binding) (revocation.Binding, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for id := range st.index[key] {
+		if o := st.bindings[id]; o != b {
+			return o, true
+		}
+	}
+	return revocation.Binding{}, false
 }
 
 // Reasons of revocation_streams_refused_total.

@@ -1,4 +1,4 @@
-package extauthz
+package revocationhub
 
 import (
 	"sync"
@@ -9,24 +9,24 @@ import (
 
 // LiveBindings is the set of open revocation streams and so of the bindings
 // the bridges streaming to this process hold for their live sessions. It is
-// built before the Authorizer and the RevocationHub and passed to both: the
+// built before the Authorizer and the Hub and passed to both: the
 // hub adds and removes its streams, the Authorizer asks which binding holds
-// a key (keyholder.go) and marks objects changed when a follow-up review
-// fails (reviewafter.go), the informers mark them on every change. Safe for
+// a key (extauthz/keyholder.go) and marks objects changed when a
+// follow-up review fails (extauthz/reviewafter.go), the informers mark them on every change. Safe for
 // concurrent use.
 type LiveBindings struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	streams map[*revocationStream]struct{}
+	streams map[*Stream]struct{}
 }
 
 // NewLiveBindings returns an empty set.
 func NewLiveBindings() *LiveBindings {
-	return &LiveBindings{now: time.Now, streams: map[*revocationStream]struct{}{}}
+	return &LiveBindings{now: time.Now, streams: map[*Stream]struct{}{}}
 }
 
-// Notify marks the object key (objectKey) changed on every stream. It is the
+// Notify marks the object key (ObjectKey) changed on every stream. It is the
 // informers' OnChange callback and never blocks.
 func (l *LiveBindings) Notify(key string) {
 	now := l.now()
@@ -38,7 +38,7 @@ func (l *LiveBindings) Notify(key string) {
 }
 
 // join adds st unless limit streams are open already.
-func (l *LiveBindings) join(st *revocationStream, limit int) bool {
+func (l *LiveBindings) join(st *Stream, limit int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.streams) >= limit {
@@ -49,7 +49,7 @@ func (l *LiveBindings) join(st *revocationStream, limit int) bool {
 }
 
 // leave removes st.
-func (l *LiveBindings) leave(st *revocationStream) {
+func (l *LiveBindings) leave(st *Stream) {
 	l.mu.Lock()
 	delete(l.streams, st)
 	l.mu.Unlock()
@@ -65,16 +65,16 @@ func (l *LiveBindings) counts() (streams, bindings int) {
 	return len(l.streams), bindings
 }
 
-// otherHolder implements keyHolders over every stream: the bindings the
+// OtherHolder implements extauthz's keyHolders over every stream: the bindings the
 // bridges sent for their live sessions, upgraded and not yet ended
 // (registered or not).
-func (l *LiveBindings) otherHolder(b revocation.Binding) (revocation.Binding, bool) {
+func (l *LiveBindings) OtherHolder(b revocation.Binding) (revocation.Binding, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.streams) == 0 {
 		return revocation.Binding{}, false // no stream: no key to build
 	}
-	key := keyHashKey(b.KeySHA256)
+	key := KeyHashKey(b.KeySHA256)
 	for st := range l.streams {
 		if o, ok := st.otherHolder(key, b); ok {
 			return o, true

@@ -1,4 +1,8 @@
-package extauthz
+// Package jwks holds the cluster's ServiceAccount token verification keys:
+// the JWKS extauthz fetches from the API server, refreshed periodically and
+// for a token whose kid is unknown, and a key's print for cached
+// verifications.
+package jwks
 
 import (
 	"context"
@@ -8,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/client-go/rest"
 )
@@ -22,8 +28,8 @@ import (
 // ClusterRoleBinding system:service-account-issuer-discovery grants both to
 // every ServiceAccount, so extauthz needs no RBAC rule of its own for them.
 const (
-	discoveryPath = "/.well-known/openid-configuration"
-	jwksPath      = "/openid/v1/jwks"
+	DiscoveryPath = "/.well-known/openid-configuration"
+	JWKSPath      = "/openid/v1/jwks"
 )
 
 // maxKeys bounds the keys kept from one JWKS: a token without kid is tried
@@ -46,20 +52,31 @@ func RESTFetch(c rest.Interface) FetchFunc {
 	}
 }
 
-// keyState is one fetched JWKS. Immutable once published.
-type keyState struct {
+// State is one fetched JWKS. Immutable once published.
+type State struct {
 	byKid   map[string][]jose.JSONWebKey
 	all     []jose.JSONWebKey
-	prints  map[keyPrint]bool // every key of the set, for cached verifications
+	prints  map[Print]bool // every key of the set, for cached verifications
 	issuers []string
 	fetched time.Time
 }
 
-// keySet holds the cluster's ServiceAccount token verification keys. Reads
+// Holds reports whether st still has the key of p and the issuer iss.
+func (st *State) Holds(p Print, iss string) bool {
+	return st.prints[p] && slices.Contains(st.issuers, iss)
+}
+
+// Issuers are the issuers a token verified against st may name.
+func (st *State) Issuers() []string { return st.issuers }
+
+// Len is the number of keys st keeps.
+func (st *State) Len() int { return len(st.all) }
+
+// Set holds the cluster's ServiceAccount token verification keys. Reads
 // are lock-free; refreshes are single-flighted: the periodic one every
 // interval, and one for a token whose kid is unknown, at most once per
 // minRefresh however many such tokens arrive. Safe for concurrent use.
-type keySet struct {
+type Set struct {
 	fetch      FetchFunc
 	issuers    []string // configured; empty: the discovered issuer
 	interval   time.Duration
@@ -68,16 +85,40 @@ type keySet struct {
 	metrics    *metrics
 	log        *slog.Logger
 
-	state   atomic.Pointer[keyState]
+	state   atomic.Pointer[State]
 	group   singleflight.Group
 	mu      sync.Mutex
 	lastTry time.Time // of the last refresh attempt, under mu
 }
 
-// keysFor returns the keys a token with kid may be signed with: the keys
+// Config is what a Set is built from.
+type Config struct {
+	Fetch      FetchFunc
+	Issuers    []string // configured (--service-account-issuer); empty: the discovered issuer
+	Interval   time.Duration
+	MinRefresh time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
+	Reg        prometheus.Registerer // jwks_refreshes_total, jwks_keys
+}
+
+// New returns an empty Set (Loaded false until Run or Refresh fetched one).
+func New(c Config) (*Set, error) {
+	m, err := newMetrics(c.Reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{fetch: c.Fetch, issuers: c.Issuers, interval: c.Interval, minRefresh: c.MinRefresh,
+		now: c.Now, metrics: m, log: c.Log}, nil
+}
+
+// Current is the key set published last; nil before the first fetch.
+func (s *Set) Current() *State { return s.state.Load() }
+
+// KeysFor returns the keys a token with kid may be signed with: the keys
 // with that kid, or every key when the token names none. ok is false until
 // a first fetch succeeded.
-func (s *keySet) keysFor(kid string) (keys []jose.JSONWebKey, st *keyState, ok bool) {
+func (s *Set) KeysFor(kid string) (keys []jose.JSONWebKey, st *State, ok bool) {
 	st = s.state.Load()
 	if st == nil {
 		return nil, nil, false
@@ -89,13 +130,13 @@ func (s *keySet) keysFor(kid string) (keys []jose.JSONWebKey, st *keyState, ok b
 }
 
 // Loaded reports whether a JWKS was fetched.
-func (s *keySet) Loaded() bool { return s.state.Load() != nil }
+func (s *Set) Loaded() bool { return s.state.Load() != nil }
 
-// refreshUnknown refreshes the key set for a token whose kid is not in it,
+// RefreshUnknown refreshes the key set for a token whose kid is not in it,
 // unless a refresh was attempted less than minRefresh ago: a storm of tokens
 // with made-up kids costs at most one fetch per minRefresh. It waits for the
 // refresh (or ctx) and reports whether one ran.
-func (s *keySet) refreshUnknown(ctx context.Context) bool {
+func (s *Set) RefreshUnknown(ctx context.Context) bool {
 	s.mu.Lock()
 	now := s.now()
 	if !s.lastTry.IsZero() && now.Sub(s.lastTry) < s.minRefresh {
@@ -108,7 +149,7 @@ func (s *keySet) refreshUnknown(ctx context.Context) bool {
 		// The shared fetch must not die with the first caller's context.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
 		defer cancel()
-		return nil, s.refresh(fctx, "unknown_kid")
+		return nil, s.Refresh(fctx, "unknown_kid")
 	})
 	select {
 	case <-ch:
@@ -124,7 +165,7 @@ const fetchTimeout = 10 * time.Second
 // Run loads the key set, retrying with backoff until it succeeds, then
 // refreshes it every interval until ctx is done. A failed refresh keeps the
 // last keys: they stay valid until a refresh replaces them.
-func (s *keySet) Run(ctx context.Context) error {
+func (s *Set) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
 		s.mu.Lock()
@@ -133,7 +174,7 @@ func (s *keySet) Run(ctx context.Context) error {
 		_, err, _ := s.group.Do("refresh", func() (any, error) {
 			fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 			defer cancel()
-			return nil, s.refresh(fctx, "periodic")
+			return nil, s.Refresh(fctx, "periodic")
 		})
 		wait := s.interval
 		if err != nil && !s.Loaded() {
@@ -149,9 +190,9 @@ func (s *keySet) Run(ctx context.Context) error {
 	}
 }
 
-// refresh fetches the documents and publishes the new key set. Errors are
+// Refresh fetches the documents and publishes the new key set. Errors are
 // logged here (they carry no token) and returned.
-func (s *keySet) refresh(ctx context.Context, trigger string) error {
+func (s *Set) Refresh(ctx context.Context, trigger string) error {
 	st, err := s.load(ctx)
 	if err != nil {
 		s.metrics.jwksRefreshes.WithLabelValues(trigger, "error").Inc()
@@ -167,10 +208,10 @@ func (s *keySet) refresh(ctx context.Context, trigger string) error {
 	return nil
 }
 
-func (s *keySet) load(ctx context.Context) (*keyState, error) {
+func (s *Set) load(ctx context.Context) (*State, error) {
 	issuers := s.issuers
 	if len(issuers) == 0 {
-		b, err := s.fetch(ctx, discoveryPath)
+		b, err := s.fetch(ctx, DiscoveryPath)
 		if err != nil {
 			return nil, fmt.Errorf("jwks: %w", err)
 		}
@@ -180,11 +221,11 @@ func (s *keySet) load(ctx context.Context) (*keyState, error) {
 		}
 		issuers = []string{iss}
 	}
-	b, err := s.fetch(ctx, jwksPath)
+	b, err := s.fetch(ctx, JWKSPath)
 	if err != nil {
 		return nil, fmt.Errorf("jwks: %w", err)
 	}
-	st, err := parseJWKS(b)
+	st, err := ParseJWKS(b)
 	if err != nil {
 		return nil, err
 	}
@@ -198,30 +239,30 @@ func parseDiscovery(b []byte) (string, error) {
 		Issuer string `json:"issuer"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return "", fmt.Errorf("jwks: %s: %w", discoveryPath, err)
+		return "", fmt.Errorf("jwks: %s: %w", DiscoveryPath, err)
 	}
 	if doc.Issuer == "" {
-		return "", fmt.Errorf("jwks: %s: no issuer", discoveryPath)
+		return "", fmt.Errorf("jwks: %s: no issuer", DiscoveryPath)
 	}
 	return doc.Issuer, nil
 }
 
 var errNoKeys = errors.New("jwks: no usable signing key")
 
-// parseJWKS keeps the public RSA and ECDSA signature keys of a JWK Set.
+// ParseJWKS keeps the public RSA and ECDSA signature keys of a JWK Set.
 // Anything else (private or symmetric keys, encryption keys, other types)
 // is skipped: a verification key set never needs it.
-func parseJWKS(b []byte) (*keyState, error) {
+func ParseJWKS(b []byte) (*State, error) {
 	var set jose.JSONWebKeySet
 	if err := json.Unmarshal(b, &set); err != nil {
-		return nil, fmt.Errorf("jwks: %s: %w", jwksPath, err)
+		return nil, fmt.Errorf("jwks: %s: %w", JWKSPath, err)
 	}
-	st := &keyState{byKid: map[string][]jose.JSONWebKey{}, prints: map[keyPrint]bool{}}
+	st := &State{byKid: map[string][]jose.JSONWebKey{}, prints: map[Print]bool{}}
 	for _, k := range set.Keys {
 		if len(st.all) == maxKeys {
 			break
 		}
-		p, ok := printOf(&k)
+		p, ok := PrintOf(&k)
 		if !ok || !usableKey(&k) {
 			continue
 		}
@@ -246,7 +287,7 @@ func usableKey(k *jose.JSONWebKey) bool {
 	return false
 }
 
-func kids(st *keyState) []string {
+func kids(st *State) []string {
 	out := make([]string, 0, len(st.all))
 	for _, k := range st.all {
 		out = append(out, k.KeyID)
@@ -254,7 +295,7 @@ func kids(st *keyState) []string {
 	return out
 }
 
-func sameKids(a, b *keyState) bool {
+func sameKids(a, b *State) bool {
 	if len(a.all) != len(b.all) || len(a.issuers) != len(b.issuers) {
 		return false
 	}

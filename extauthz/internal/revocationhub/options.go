@@ -1,4 +1,4 @@
-package extauthz
+package revocationhub
 
 import (
 	"errors"
@@ -12,21 +12,21 @@ import (
 // secret in a directory only extauthz and the bridge mount (an emptyDir in
 // the Pod, docs/revocation.md).
 const (
-	DefaultRevocationListen     = "unix:/run/wirekube-revocation/revocation.sock"
-	DefaultRevocationSecretFile = "/run/wirekube-revocation/secret"
+	DefaultListen     = "unix:/run/wirekube-revocation/revocation.sock"
+	DefaultSecretFile = "/run/wirekube-revocation/secret"
 )
 
-// RevocationOptions configure the revocation Watch listener (docs/revocation.md).
+// Options configure the revocation Watch listener (docs/revocation.md).
 // It is separate from the ext_authz listener: only the bridge of this Pod
 // may reach it, and only with the secret.
-type RevocationOptions struct {
-	// RevocationListen is unix:/path (default DefaultRevocationListen) or a
+type Options struct {
+	// RevocationListen is unix:/path (default DefaultListen) or a
 	// loopback host:port; empty turns the Watch stream off. Never a
 	// routable address: the stream trusts its caller's list.
 	RevocationListen string
 	// RevocationSecretFile is where extauthz writes the fresh secret of
 	// this process at start (mode 0640); the bridge reads it. Default
-	// DefaultRevocationSecretFile.
+	// DefaultSecretFile.
 	RevocationSecretFile string
 	// RevocationMaxStreams bounds concurrent Watch streams; beyond it a
 	// stream is refused (ResourceExhausted). Default 4: one bridge per Pod,
@@ -38,18 +38,18 @@ type RevocationOptions struct {
 	RevocationMaxBindings int
 }
 
-// DefaultRevocationOptions returns the documented defaults.
-func DefaultRevocationOptions() RevocationOptions {
-	return RevocationOptions{
-		RevocationListen:      DefaultRevocationListen,
-		RevocationSecretFile:  DefaultRevocationSecretFile,
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		RevocationListen:      DefaultListen,
+		RevocationSecretFile:  DefaultSecretFile,
 		RevocationMaxStreams:  4,
 		RevocationMaxBindings: 20000,
 	}
 }
 
 // AddFlags registers the revocation listener flags on fs.
-func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RevocationListen, "revocation-listen", o.RevocationListen, "revocation Watch listener for the bridge of this Pod: unix:/path or a loopback host:port; empty turns it off")
 	fs.StringVar(&o.RevocationSecretFile, "revocation-secret-file", o.RevocationSecretFile, "file extauthz writes the per-start secret of the revocation listener to (the bridge reads it)")
 	fs.IntVar(&o.RevocationMaxStreams, "revocation-max-streams", o.RevocationMaxStreams, "maximum concurrent revocation streams (refused beyond)")
@@ -58,7 +58,7 @@ func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
 
 // Validate reports every invalid field (errors.Join), each error naming
 // its flag.
-func (o *RevocationOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	if err := checkRevocationListen(o.RevocationListen); err != nil {
 		errs = append(errs, err)

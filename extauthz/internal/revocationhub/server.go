@@ -1,4 +1,4 @@
-package extauthz
+package revocationhub
 
 import (
 	"context"
@@ -22,11 +22,11 @@ import (
 // it bounds what one bridge can make extauthz buffer.
 const streamWindow = 64 << 10
 
-// revocationServer is the gRPC server of --revocation-listen: the Watch
+// NewServer is the gRPC server of --revocation-listen: the Watch
 // stream behind the secret, and reflection (the schema only). It shares
 // nothing with the ext_authz listener.
-func revocationServer(hub *RevocationHub, secret string) *grpc.Server {
-	gs := grpc.NewServer(append(revocationKeepalive(),
+func NewServer(hub *Hub, secret string) *grpc.Server {
+	gs := grpc.NewServer(append(Keepalive(),
 		grpc.MaxRecvMsgSize(revocation.MaxMessage),
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(streamWindow),
@@ -40,7 +40,7 @@ func revocationServer(hub *RevocationHub, secret string) *grpc.Server {
 // authenticate lets a Watch call through only with the secret
 // (revocation.CheckSecret); reflection needs none. Fail closed: any
 // other method of the revocation service is checked too.
-func (h *RevocationHub) authenticate(secret string) grpc.StreamServerInterceptor {
+func (h *Hub) authenticate(secret string) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if strings.HasPrefix(info.FullMethod, "/"+revocation.ServiceName+"/") {
 			if err := revocation.CheckSecret(ss.Context(), secret); err != nil {
@@ -53,11 +53,11 @@ func (h *RevocationHub) authenticate(secret string) grpc.StreamServerInterceptor
 	}
 }
 
-// listenRevocation writes a fresh secret, then opens the revocation
+// Listen writes a fresh secret, then opens the revocation
 // listener (in that order: whoever connects reads the new secret). For a
 // Unix socket the file is made owner- and group-writable only (the
 // bridge may run under another UID of the Pod's fsGroup).
-func listenRevocation(o RevocationOptions) (net.Listener, string, error) {
+func Listen(o Options) (net.Listener, string, error) {
 	secret := revocation.NewSecret()
 	if err := revocation.WriteSecretFile(o.RevocationSecretFile, secret); err != nil {
 		return nil, "", fmt.Errorf("--revocation-secret-file: %w (mount the directory the bridge shares, docs/revocation.md)", err)
@@ -75,9 +75,9 @@ func listenRevocation(o RevocationOptions) (net.Listener, string, error) {
 	return ln, secret, nil
 }
 
-// serveRevocation serves gs on ln until ctx is done, then stops it (the
+// Serve serves gs on ln until ctx is done, then stops it (the
 // hub has ended its streams by then) and removes the secret file.
-func serveRevocation(ctx context.Context, gs *grpc.Server, ln net.Listener, secretFile string, log *slog.Logger) error {
+func Serve(ctx context.Context, gs *grpc.Server, ln net.Listener, secretFile string, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(ln) }()
 	select {
