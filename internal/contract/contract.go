@@ -208,7 +208,21 @@ const (
 	// CloseProbeOK ends a wirekube.relay.probe.v1 session whose Register key
 	// matched (1000); nothing reached the relay.
 	CloseProbeOK Reason = "probe_ok" // 1000
+	// CloseReplicaFull (1013, Try Again Later) bounces a new session from a
+	// replica past its full mark (internal/room): upgraded, then closed at
+	// once, before any Register or relay dial. The agent counts the upgrade
+	// as connected, so it dials again after its 1 s reset wait, and the
+	// Service picks a replica afresh. Decided by extauthz beside the bridge
+	// before any TokenReview (BindingBounce) or by the bridge itself.
+	CloseReplicaFull Reason = "replica_full" // 1013
 )
+
+// BindingBounce is the X-WireKube-Binding of extauthz's bounce answer: an
+// allow that admits nothing. It carries no other identity header but the
+// signature (over this binding and the client address), and the bridge
+// answers it with an upgrade and a close 1013 replica_full. A bridge that
+// predates it refuses the answer (its peer header is missing): fail closed.
+const BindingBounce = "bounce"
 
 // Close reasons of a live session whose authorization ended
 // (docs/revocation.md). All close with 1008. A revocation by extauthz also

@@ -24,10 +24,15 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/pkg/relay/wsgateway" "$work/cmd/relay-ws-bench"
 cp "$src/pkg/relay/protocol.go" "$src/pkg/relay/wsconn.go" "$work/pkg/relay/"
 cp "$src/pkg/relay/wsgateway/server.go" "$work/pkg/relay/wsgateway/"
-cp "$here/auth_standin.go.in" "$work/pkg/relay/wsgateway/auth_standin.go"
-cp "$here/main.go.in" "$work/cmd/relay-ws-bench/main.go"
+# The module path the copied files import (WireKube moved from
+# github.com/wirekube/wirekube to github.com/inerplat/wirekube): the stand-ins
+# are written against the old one and rewritten to the tree's own.
+module=$(awk '$1 == "module" {print $2; exit}' "$src/go.mod" 2>/dev/null)
+module=${module:-github.com/wirekube/wirekube}
+sed "s#github.com/wirekube/wirekube/#$module/#" "$here/auth_standin.go.in" >"$work/pkg/relay/wsgateway/auth_standin.go"
+sed "s#github.com/wirekube/wirekube/#$module/#" "$here/main.go.in" >"$work/cmd/relay-ws-bench/main.go"
 gorilla=$(awk '$1 == "github.com/gorilla/websocket" {print $2}' "$repo/go.mod")
-printf 'module github.com/wirekube/wirekube\n\ngo 1.23\n\nrequire github.com/gorilla/websocket %s\n' "$gorilla" >"$work/go.mod"
+printf 'module %s\n\ngo 1.23\n\nrequire github.com/gorilla/websocket %s\n' "$module" "$gorilla" >"$work/go.mod"
 cp "$repo/go.sum" "$work/go.sum" # the checksums of the versions resolved below
 (cd "$work" && GOFLAGS=-mod=mod go mod tidy && go build -o "$out" ./cmd/relay-ws-bench)
 echo "built $out"
