@@ -20,16 +20,28 @@ import (
 // and serves the session. Every check that can fail runs before the upgrade
 // so a deny is an HTTP status with X-WireKube-Deny-Reason.
 func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
+	if isBounceAnswer(r.Header) { // extauthz bounced it before any TokenReview (bounce.go)
+		if reason, err := s.checkBounceAnswer(r); reason != "" {
+			s.deny(w, r, knownIdentity(r.Header), reason, err)
+			return
+		}
+		s.bounce(w, r, knownIdentity(r.Header), BounceByAuthz)
+		return
+	}
 	id, nonce, reason, err := s.admit(r)
 	if reason != "" {
 		s.deny(w, r, id, reason, err)
+		return
+	}
+	probe := isProbe(r)
+	if !probe && s.drawBounce() { // past the full mark: steer it to another replica (bounce.go)
+		s.bounce(w, r, id, BounceByBridge)
 		return
 	}
 	if !s.revoker.vouching() { // it could not end this session if it had to
 		s.deny(w, r, id, contract.ReasonRevocationUnavailable, nil)
 		return
 	}
-	probe := isProbe(r)
 	if !probe { // a probe registers nothing: it takes no key from anyone
 		if holder := s.owners.heldByOther(&id); holder != nil {
 			s.logKeyHeld(id, holder.id, "upgrade")
@@ -93,19 +105,8 @@ func (s *Server) abandon(relay net.Conn, ticket *peerTicket) {
 // request id always, the peer and identity when their headers were valid.
 func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, contract.Reason, error) {
 	known := knownIdentity(r.Header)
-	switch {
-	case r.Method != http.MethodGet:
-		// The answer extauthz gives through every front (it sees the
-		// method first): one code for "not a GET upgrade" wherever it is
-		// decided.
-		return known, identitysig.Verified{}, contract.ReasonNotWebSocket, fmt.Errorf("method %s", r.Method)
-	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
-		return known, identitysig.Verified{}, contract.ReasonRequestBody, errors.New("request has a body")
-	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
-		!validChallengeKey(r.Header.Get("Sec-WebSocket-Key")):
-		// The upgrader's own checks, so that it never refuses after
-		// spendNonce: a spent nonce means a 101.
-		return known, identitysig.Verified{}, contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+	if reason, err := checkUpgradeRequest(r); reason != "" {
+		return known, identitysig.Verified{}, reason, err
 	}
 	id, err := parseIdentity(r.Header)
 	if err == nil {
@@ -131,6 +132,26 @@ func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, con
 		return known, nonce, contract.ReasonSubprotocol, offeredError(offered)
 	}
 	return id, nonce, "", nil
+}
+
+// checkUpgradeRequest checks the request line and upgrade headers: a GET
+// without a body, a version 13 WebSocket upgrade with a valid key.
+func checkUpgradeRequest(r *http.Request) (contract.Reason, error) {
+	switch {
+	case r.Method != http.MethodGet:
+		// The answer extauthz gives through every front (it sees the
+		// method first): one code for "not a GET upgrade" wherever it is
+		// decided.
+		return contract.ReasonNotWebSocket, fmt.Errorf("method %s", r.Method)
+	case r.ContentLength != 0 || len(r.TransferEncoding) > 0:
+		return contract.ReasonRequestBody, errors.New("request has a body")
+	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
+		!validChallengeKey(r.Header.Get("Sec-WebSocket-Key")):
+		// The upgrader's own checks, so that it never refuses after
+		// spendNonce: a spent nonce means a 101.
+		return contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
+	}
+	return "", nil
 }
 
 // validChallengeKey is the upgrader's test of Sec-WebSocket-Key: base64 of

@@ -71,8 +71,9 @@ type metrics struct {
 	relayDial       *prometheus.HistogramVec
 	dropped         *prometheus.CounterVec // reason
 	droppedUnknown  prometheus.Counter
-	drainPending    prometheus.Gauge // sessions a drain has yet to close
-	full            prometheus.Gauge // 1 past the --unready-at mark
+	drainPending    prometheus.Gauge       // sessions a drain has yet to close
+	full            prometheus.Gauge       // 1 past the --unready-at mark
+	bounced         *prometheus.CounterVec // decided_by: new sessions bounced past the mark (bounce.go)
 	recoveryMetrics
 	// Binary messages by direction, resolved once.
 	messagesToRelay, messagesToClient prometheus.Counter
@@ -105,6 +106,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Sessions the drain in progress has yet to close (0 when not draining); paced by --drain-rate."}),
 		full: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "full",
 			Help: "1 while the sessions are past --unready-at percent of --max-sessions (fullready.go); /readyz is not affected."}),
+		bounced: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bounced_total",
+			Help: "New sessions bounced past the full mark (upgrade, close 1013 replica_full), by who drew it: bridge or authz."},
+			[]string{"decided_by"}),
 	}
 	messages := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "messages_total",
 		Help: "Binary WebSocket messages by direction."}, []string{"direction"})
@@ -113,7 +117,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "bytes_total",
 		Help: "Relay frame bytes (header included) by direction and type."}, []string{"direction", "type"})
 	if err := register(reg, m.sessionsActive, m.sessions, m.sessionDuration, m.rejects,
-		m.relayDial, m.dropped, m.drainPending, m.full, messages, frames, bytes); err != nil {
+		m.relayDial, m.dropped, m.drainPending, m.full, m.bounced, messages, frames, bytes); err != nil {
 		return nil, err
 	}
 	if err := m.recoveryMetrics.init(reg); err != nil {
@@ -124,6 +128,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, r := range sessionEndReasons() {
 		m.sessions.WithLabelValues(string(r))
+	}
+	for _, by := range []string{BounceByBridge, BounceByAuthz} {
+		m.bounced.WithLabelValues(by)
 	}
 	m.messagesToRelay = messages.WithLabelValues(dirClientToRelay)
 	m.messagesToClient = messages.WithLabelValues(dirRelayToClient)

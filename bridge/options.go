@@ -97,6 +97,8 @@ type Options struct {
 	KeysReloadOptions
 	// ReexportOptions: other containers' metrics on /metrics (metricsreexport.go).
 	ReexportOptions
+	// BounceOptions: who bounces new sessions past the full mark (bounce.go).
+	BounceOptions
 
 	// DialRelay dials the raw relay. Nil uses a net.Dialer. Tests and
 	// embedders may replace it.
@@ -140,6 +142,7 @@ func DefaultOptions() Options {
 		},
 		SignatureOptions:  DefaultSignatureOptions(),
 		KeysReloadOptions: KeysReloadOptions{IdentityKeysReloadInterval: 10 * time.Second},
+		BounceOptions:     BounceOptions{FullBounce: BounceByBridge},
 	}
 }
 
@@ -168,6 +171,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.SignatureOptions.AddFlags(fs)
 	o.KeysReloadOptions.AddFlags(fs)
 	o.ReexportOptions.AddFlags(fs)
+	o.BounceOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid setting, each error naming its flag.
@@ -223,7 +227,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate(),
-		o.KeysReloadOptions.Validate(), o.ReexportOptions.Validate())
+		o.KeysReloadOptions.Validate(), o.ReexportOptions.Validate(), o.BounceOptions.Validate())
 	if err := logging.CheckFormat(o.LogFormat); err != nil {
 		errs = append(errs, err)
 	}

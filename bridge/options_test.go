@@ -22,7 +22,7 @@ func TestOptionsFlagsAndDefaults(t *testing.T) {
 		"key-mismatch-backoff-max": "1m0s", "debug-sessions": "false",
 		"identity-keys-file": "/run/wirekube-revocation/identity-keys", "identity-signature-max-age": "30s",
 		"identity-replay-cache-size": "65536", "identity-keys-reload-interval": "10s", "identity-replay-peer-share": "64",
-		"reexport-metrics": "",
+		"reexport-metrics": "", "full-bounce": "bridge",
 	}
 	fs.VisitAll(func(f *flag.Flag) {
 		if w, ok := want[f.Name]; !ok {
@@ -55,6 +55,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		{"--metrics-listen", func(o *Options) { o.MetricsListen = "localhost" }},
 		{"--debug-sessions", func(o *Options) { o.DebugSessions, o.MetricsListen = true, "" }},
 		{"--relay-addr", func(o *Options) { o.RelayAddr = "nohostport" }},
+		{"--full-bounce", func(o *Options) { o.FullBounce = "extauthz" }},
 		{"--path", func(o *Options) { o.Path = "relay" }},
 		{"--path", func(o *Options) { o.Path = "/healthz" }},
 		{"--register-timeout", func(o *Options) { o.RegisterTimeout = 0 }},

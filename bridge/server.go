@@ -18,6 +18,7 @@ import (
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
+	"github.com/wirekube/relay-ws/internal/room"
 )
 
 // Server is the bridge. Create it with New, serve it with Run (or mount
@@ -46,6 +47,7 @@ type Server struct {
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
+	bounceDice    func() float64        // nil: math/rand (bounce.go); tests set it
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.
@@ -156,6 +158,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("/healthz", s.handleHealthz)
 	mux.HandleFunc("/readyz", s.handleReadyz)
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc(room.Path, s.handleRoom) // for an extauthz beside this bridge (bounce.go)
 	if s.reexport != nil {
 		mux.Handle(ReexportPath, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
 	}

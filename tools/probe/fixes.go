@@ -86,6 +86,7 @@ var fixes = map[contract.Reason]string{
 	contract.CloseFrameTooLarge:       "a frame over 65,536 bytes was sent: the client's framing is broken",
 	contract.CloseTextMessage:         "a text WebSocket message was sent: relay frames must be binary messages",
 	contract.CloseRelayLost:           "the bridge lost the raw relay: check the relay Pod and the bridge's /readyz, then retry",
+	contract.CloseReplicaFull:         "the replica is past its full mark (--unready-at) and sent this session elsewhere; the agent redials in 1 s: add replicas if it keeps happening (wirekube_bridge_bounced_total)",
 	contract.CloseProbeOK:             "the check passed (authorized, relay reachable, key matches the WireKubePeer): nothing to fix",
 	contract.ClosePingTimeout:         "the gateway saw no pong in time: check for an idle timeout or a stalled network between client and gateway",
 	contract.CloseProtocolError:       "the client broke the WebSocket protocol (unmasked frame, reserved bits or opcode, bad fragmentation): use a conforming WebSocket client or check a proxy that rewrites frames",
