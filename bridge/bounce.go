@@ -115,12 +115,37 @@ func (s *Server) bounce(w http.ResponseWriter, r *http.Request, id peerIdentity,
 	if err != nil {
 		return // the upgrader answered through upgradeError
 	}
+	defer ws.Close()
 	s.metrics.bounced.WithLabelValues(by).Inc()
 	ce := closeWith(websocket.CloseTryAgainLater, contract.CloseReplicaFull, nil)
-	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(ce.code, string(ce.reason)),
-		time.Now().Add(s.closeGrace))
-	_ = ws.Close()
+	deadline := time.Now().Add(min(s.cfg.WriteTimeout, s.closeGrace))
+	if ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(ce.code, string(ce.reason)), deadline) == nil {
+		s.lingerBounce(ws, deadline)
+	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "bounced", slog.String("reason", string(contract.CloseReplicaFull)),
 		slog.String("decided_by", by), slog.String("peer", id.Peer), slog.String("request_id", id.RequestID),
 		slog.String("client_address", id.ClientAddress), slog.String("remote", r.RemoteAddr))
+}
+
+// maxBounceLingers bounds the bounced connections kept open at once for
+// their client's close answer; past it a bounce closes at once.
+const maxBounceLingers = 1024
+
+// lingerBounce waits until deadline for the client's answer to the close
+// frame (or its EOF), reading and dropping at most lingerLimit bytes, so
+// that the close frame is not lost to a reset: the agent would read 1006,
+// and a front would see a reset rather than a close.
+func (s *Server) lingerBounce(ws *websocket.Conn, deadline time.Time) {
+	if s.bounceLingers.Add(1) > maxBounceLingers {
+		s.bounceLingers.Add(-1)
+		return
+	}
+	defer s.bounceLingers.Add(-1)
+	ws.SetReadLimit(lingerLimit)
+	_ = ws.SetReadDeadline(deadline)
+	for {
+		if _, _, err := ws.NextReader(); err != nil {
+			return
+		}
+	}
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
+	"github.com/wirekube/relay-ws/relayproto"
 )
 
 // dialResult dials as k and reports "101 <close code> <reason>" for a
@@ -188,5 +190,36 @@ func TestBounceAnswerChecked(t *testing.T) {
 				t.Errorf("after the upgrade: %v, want close 1013 replica_full", err)
 			}
 		})
+	}
+}
+
+// TestBounceCloseSurvivesClientBytes: an agent writes its Register (and
+// more) right after the upgrade, before it reads; the bounce's close frame
+// must still reach it, and the connection end with FIN, never a reset
+// (closing a socket with unread bytes makes Linux send RST, and the agent
+// would read 1006).
+func TestBounceCloseSurvivesClientBytes(t *testing.T) {
+	h := startBridge(t, func(o *Options) { o.MaxSessions, o.UnreadyAt, o.WriteTimeout = 2, 50, time.Minute })
+	h.srv.closeGrace = time.Minute
+	h.srv.bounceDice = func() float64 { return 0 }
+	h.register(t, testKey(1)) // the mark: 1 of 2
+	ws := h.dial(t, identity(testKey(2)))
+	if err := ws.WriteMessage(websocket.BinaryMessage, relayproto.AppendRegister(nil, testKey(2))); err != nil {
+		t.Fatalf("write the Register: %v", err)
+	}
+	for range 10 {
+		if err := ws.WriteMessage(websocket.BinaryMessage, make([]byte, 16<<10)); err != nil {
+			t.Fatalf("write after the upgrade: %v", err)
+		}
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err := ws.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || ce.Text != string(contract.CloseReplicaFull) {
+		t.Fatalf("want close 1013 replica_full, got %v", err)
+	}
+	var b [64]byte
+	if n, err := ws.NetConn().Read(b[:]); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("after the close frame: %d bytes, %v; want EOF", n, err)
 	}
 }

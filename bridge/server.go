@@ -48,6 +48,7 @@ type Server struct {
 	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
 	bounceDice    func() float64        // nil: math/rand (bounce.go); tests set it
+	bounceLingers atomic.Int32          // bounced connections waiting for the client's close (bounce.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testagent"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -168,14 +170,20 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, gone *goneFronts
 			continue
 		}
 		stop := context.AfterFunc(ctx, c.Abort)
-		code := serveAgent(c, a.Key, w, a.I, replica)
+		code, admitted := serveAgent(c, a.Key, w, a.I, replica)
 		stop()
 		c.Abort()
-		if code < 0 { // upgraded but never carried its echo
-			w.emit(evFail, a.I, "101", "no_echo")
+		// The real agent counts a finished upgrade as connected: whatever
+		// ends the session, its next wait is the reset one (1 s).
+		last = testagent.Disconnected
+		if !admitted { // upgraded but never carried its echo: bounced, or lost
+			reason := "no_echo"
+			if code == websocket.CloseTryAgainLater {
+				reason = string(contract.CloseReplicaFull)
+			}
+			w.emit(evFail, a.I, "101", reason)
 			continue
 		}
-		last = testagent.Disconnected
 		w.emit(evDown, a.I, strconv.Itoa(code))
 		if code == closePol {
 			w.emit(evStop, a.I)
@@ -186,23 +194,27 @@ func runAgent(ctx context.Context, a genAgent, fronts []string, gone *goneFronts
 
 // serveAgent confirms the session carries data (one frame to its own key
 // and back), reports the admission, then reads until the session ends and
-// returns its close code (1006 without a close frame, -1 when the echo
-// never came back).
-func serveAgent(c *testagent.Conn, key relayproto.Key, w *eventWriter, i, replica int) int {
+// returns its close code (1006 without a close frame). admitted is false
+// when the echo never came back; code is then the close code that ended
+// it first (1013: bounced by a full replica), or 1006.
+func serveAgent(c *testagent.Conn, key relayproto.Key, w *eventWriter, i, replica int) (code int, admitted bool) {
 	if err := c.SendData(key, []byte("scale")); err != nil {
-		return -1
+		return 1006, false
 	}
 	src, _, err := c.ReadData(30 * time.Second)
 	if err != nil || !src.Equal(key) {
-		return -1
+		if ce := testagent.CloseOf(err); ce != nil {
+			return ce.Code, false
+		}
+		return 1006, false
 	}
 	w.emit(evUp, i, strconv.Itoa(replica))
 	for {
 		if _, _, err := c.ReadData(time.Hour); err != nil {
 			if ce := testagent.CloseOf(err); ce != nil {
-				return ce.Code
+				return ce.Code, true
 			}
-			return 1006
+			return 1006, true
 		}
 	}
 }

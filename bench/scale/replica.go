@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/internal/room"
 	"github.com/wirekube/relay-ws/internal/test/stack"
 )
 
@@ -69,6 +71,9 @@ func startReplica(ctx context.Context, procs *stack.Procs, bins map[string]strin
 		return nil, err
 	}
 	sock, secret := "unix:"+filepath.Join(revDir, "revocation.sock"), filepath.Join(revDir, "secret")
+	if slices.Contains(bridgeArgs, "--full-bounce=authz") { // extauthz draws from its bridge's room
+		extauthzArgs = append(slices.Clip(extauthzArgs), "--bridge-room-url=http://"+r.bridgeMetrics+room.Path)
+	}
 	if r.extauthz, err = procs.Start(name("extauthz"), bins["wirekube-extauthz"], append([]string{
 		"--grpc-listen=" + r.grpc, "--http-listen=" + r.http, "--metrics-listen=" + r.metrics,
 		"--revocation-listen=" + sock, "--revocation-secret-file=" + secret,

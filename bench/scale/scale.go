@@ -44,6 +44,12 @@ type Config struct {
 	ReviewQPS float64 // each extauthz's --kube-api-qps (the TokenReview rate)
 	DrainRate float64 // each bridge's --drain-rate during the rolling update
 	UnreadyAt int     // each bridge's --unready-at (0: off)
+	// FullBounce is each bridge's --full-bounce: authz (the chart's with
+	// Envoy, extauthz beside the bridge draws from its GET /room, given as
+	// --bridge-room-url), bridge or off.
+	FullBounce string
+	// BridgeArgs are more flags for every bridge, after the run's own.
+	BridgeArgs []string
 	// OnReviewThrottled is each extauthz's --on-review-throttled (deny,
 	// the default, or review-after).
 	OnReviewThrottled string
@@ -53,6 +59,9 @@ type Config struct {
 	Settle            time.Duration // bound of each wait for agents
 	RestWindow        time.Duration // CPU at rest is measured over this window
 }
+
+// fullBounce is FullBounce, bridge when empty.
+func (c Config) fullBounce() string { return cmpOr(c.FullBounce, "bridge") }
 
 // DefaultUnreadyAt is the bridges' --unready-at: the chart's
 // bridge.unreadyAt (TestDefaultUnreadyAtIsTheCharts holds the two equal).
@@ -309,8 +318,8 @@ func (r *run) startReplica(ctx context.Context) error {
 	i := len(r.replicas)
 	rep, err := startReplica(ctx, r.procs, r.bins, r.dir, r.repo, r.kcfg, i, r.fronts[i], r.certs[0], r.certs[1],
 		[]string{"--on-review-throttled=" + r.cfg.OnReviewThrottled},
-		[]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String(),
-			"--unready-at=" + strconv.Itoa(r.cfg.UnreadyAt)})
+		append([]string{"--drain-rate=" + strconv.FormatFloat(r.cfg.DrainRate, 'f', -1, 64), "--drain-timeout=" + r.cfg.drainTimeout().String(),
+			"--unready-at=" + strconv.Itoa(r.cfg.UnreadyAt), "--full-bounce=" + r.cfg.fullBounce()}, r.cfg.BridgeArgs...))
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,8 @@ var (
 	burstFlag  = flag.Int("scale.burst", 0, "Pods deleted in the burst (default "+EnvBurst+" or 300)")
 	modeFlag   = flag.String("scale.on-review-throttled", "", "every extauthz's --on-review-throttled (default deny)")
 	unreadyAt  = flag.Int("scale.unready-at", DefaultUnreadyAt, "every bridge's --unready-at (0: off)")
+	bridgeArgs = flag.String("scale.bridge-args", "", "more flags for every bridge, space-separated, after the run's own (the last of a flag wins): for trying a setting at a smaller size, e.g. --max-sessions=1570; the table's texts still name the defaults")
+	fullBounce = flag.String("scale.full-bounce", "bridge", "every bridge's --full-bounce (authz: extauthz beside it draws, given --bridge-room-url; bridge; off)")
 )
 
 func cmpOrInt(v, def int) int {
@@ -64,7 +66,7 @@ func BenchmarkScale(b *testing.B) {
 	if *modeFlag != "" {
 		cfg.OnReviewThrottled = *modeFlag
 	}
-	cfg.UnreadyAt = *unreadyAt
+	cfg.UnreadyAt, cfg.FullBounce, cfg.BridgeArgs = *unreadyAt, *fullBounce, strings.Fields(*bridgeArgs)
 	res, err := Run(context.Background(), cfg, os.Stderr)
 	if err != nil {
 		b.Fatal(err)
