@@ -14,12 +14,14 @@ import (
 
 // keyReloader re-reads the identity keys file every interval while the
 // bridge runs, so that a dropped key is forgotten without a request to
-// prompt it (FileKeys.Lookup re-reads only for an unknown key id).
+// prompt it (FileKeys.Lookup re-reads only for an unknown key id: after
+// keysMinReload, or within it when a stat shows the file changed).
 type keyReloader struct {
-	keys   *identitysig.FileKeys
-	every  time.Duration
-	log    *slog.Logger
-	errors prometheus.Counter
+	keys        *identitysig.FileKeys
+	every       time.Duration
+	log         *slog.Logger
+	errors      prometheus.Counter
+	lookupReads prometheus.CounterFunc
 }
 
 // newKeyReloader returns the reloader of cfg's keys file, nil when the
@@ -38,7 +40,11 @@ func newKeyReloader(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (*
 		Name: "wirekube_bridge_identity_keys",
 		Help: "Identity signing keys the bridge trusts (the last good read of --identity-keys-file).",
 	}, func() float64 { return float64(len(k.keys.KeyIDs())) })
-	for _, c := range []prometheus.Collector{k.errors, held} {
+	k.lookupReads = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "wirekube_bridge_identity_keys_lookup_reads_total",
+		Help: "Reads of --identity-keys-file prompted by a signature naming a key id the bridge does not hold: at most one a second, plus one per change of the file (seen by a stat).",
+	}, func() float64 { return float64(k.keys.LookupReads()) })
+	for _, c := range []prometheus.Collector{k.errors, held, k.lookupReads} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("bridge: metrics: %w", err)
 		}

@@ -75,3 +75,50 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 		<-done
 	})
 }
+
+// TestPublishedKeyAdmittedAtOnce: a key published to the keys file is
+// trusted by the first signature naming it, with no time passing since the
+// bridge's last read; signatures by a key never published re-read nothing.
+// Both show in wirekube_bridge_identity_keys_lookup_reads_total.
+func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
+	first, published, stranger := signingKey(1), signingKey(2), signingKey(3)
+	path := publishKeys(t, first)
+	synctest.Test(t, func(t *testing.T) {
+		o := DefaultOptions()
+		o.IdentityKeysFile = path
+		reg := prometheus.NewRegistry()
+		kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(&testutil.SyncBuffer{}), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(&testutil.SyncBuffer{}), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verify := func(key ed25519.PrivateKey) contract.Reason {
+			h := signHeaders(identity(testKey(1)), key, time.Now())
+			r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
+				PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
+				TokenExpires: h.Get(contract.HeaderTokenExpires)})
+			return r
+		}
+		if r := verify(first); r != "" {
+			t.Fatalf("the first key: %q, want admitted", r)
+		}
+		if err := identitysig.WritePublicKeys(path, []ed25519.PublicKey{first.Public().(ed25519.PublicKey),
+			published.Public().(ed25519.PublicKey)}); err != nil {
+			t.Fatal(err)
+		}
+		if r := verify(published); r != "" {
+			t.Fatalf("a key published after the last read, no time passed: %q, want admitted", r)
+		}
+		for range 50 {
+			if r := verify(stranger); r != contract.ReasonIdentitySignatureInvalid {
+				t.Fatalf("a key never published: %q, want %q", r, contract.ReasonIdentitySignatureInvalid)
+			}
+		}
+		if n := promtest.ToFloat64(kr.lookupReads); n != 2 {
+			t.Errorf("lookup reads = %v, want 2 (the first read and the published key's)", n)
+		}
+	})
+}

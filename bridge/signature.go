@@ -12,7 +12,10 @@ import (
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
-// keysMinReload bounds how often an unknown key id re-reads the keys file.
+// keysMinReload bounds how often an unknown key id re-reads an unchanged
+// keys file; within it, each unknown key id costs a stat of the file, and
+// a re-read only when the stat shows the file changed (a key just
+// published is trusted on the first request that names it).
 const keysMinReload = time.Second
 
 // newSignatureCheck builds the verifier of cfg, nil when the check is off

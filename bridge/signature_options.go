@@ -18,7 +18,8 @@ type SignatureOptions struct {
 	// IdentityKeysFile holds the public keys whose X-WireKube-Signature the
 	// bridge accepts (written by extauthz; re-read every
 	// --identity-keys-reload-interval and when a signature names an
-	// unknown key id, at most once a second). Default
+	// unknown key id: at once when a stat shows the file changed, else at
+	// most once a second). Default
 	// DefaultIdentityKeysFile. Empty turns the check off: then whoever
 	// reaches the bridge's listener can claim any identity. Only for a
 	// bridge whose listener no one but its front can reach (a Unix socket),

@@ -7,7 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -174,39 +174,37 @@ func ParsePEMKeys(b []byte) (privs []ed25519.PrivateKey, pubs []ed25519.PublicKe
 // ReadFileBounded reads at most limit bytes of path; a longer file is an
 // error.
 func ReadFileBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrKeys, path, limit)
-	}
-	return b, nil
+	b, _, err := readStamped(os.Open, path, limit)
+	return b, err
 }
 
 // FileKeys are the public keys of a keys file. Reload re-reads it (the
 // bridge calls it on a timer, so that a key dropped from the file stops
 // verifying); Lookup also re-reads it when a signature names a key id it
-// does not hold, at most once per minReload (so that unknown key ids cost
-// at most one small file read per interval). Safe for concurrent use.
+// does not hold: at once when minReload has passed since the last read, and
+// within minReload only when a stat of the file shows it changed since
+// (another file, size or modification time), so a key extauthz publishes is
+// trusted on the first request that names it. An unknown key id thus costs
+// at most one stat, and re-reads at most one per minReload plus one per
+// change of the file: random key ids cannot make it read an unchanged file
+// more than once per minReload. Safe for concurrent use.
 type FileKeys struct {
 	path      string
 	minReload time.Duration
+	open      func(string) (*os.File, error) // os.Open; tests count reads
+	stat      func(string) (fs.FileInfo, error)
 
-	mu     sync.Mutex
-	keys   KeySet
-	loaded time.Time // last read attempt; zero: never
-	err    error     // of the last read attempt
+	mu          sync.Mutex
+	keys        KeySet
+	stamp       fileStamp // of the file the last read attempt saw
+	loaded      time.Time // last read attempt; zero: never
+	err         error     // of the last read attempt
+	lookupReads uint64    // reads prompted by an unknown key id
 }
 
 // NewFileKeys returns the keys of path, read at the first Lookup or Reload.
 func NewFileKeys(path string, minReload time.Duration) *FileKeys {
-	return &FileKeys{path: path, minReload: minReload}
+	return &FileKeys{path: path, minReload: minReload, open: os.Open, stat: os.Stat}
 }
 
 // Lookup returns the key of kid. The error of an unknown id wraps
@@ -220,13 +218,16 @@ func (k *FileKeys) LookupMAC(kid string, now time.Time) ([]byte, error) {
 	return lookupIn(k, kid, now, func(ks KeySet) map[string][]byte { return ks.MAC })
 }
 
+// lookupIn holds k.mu across the re-read it may make: of many lookups of
+// unknown ids at once, one reads and the others find its stamp.
 func lookupIn[V any](k *FileKeys, kid string, now time.Time, of func(KeySet) map[string]V) (V, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if v, ok := of(k.keys)[kid]; ok {
 		return v, nil
 	}
-	if k.loaded.IsZero() || now.Sub(k.loaded) >= k.minReload {
+	if k.mayHaveChanged(now) {
+		k.lookupReads++
 		k.store(k.read(), now)
 		if v, ok := of(k.keys)[kid]; ok {
 			return v, nil
@@ -237,6 +238,26 @@ func lookupIn[V any](k *FileKeys, kid string, now time.Time, of func(KeySet) map
 		return zero, fmt.Errorf("%w (reading %s: %w)", ErrUnknownKey, k.path, k.err)
 	}
 	return zero, ErrUnknownKey
+}
+
+// mayHaveChanged reports whether an unknown key id re-reads the file (k.mu
+// held): never read, minReload passed since the last read, or a stat (links
+// followed, as the read opens it) showing another file than the last read
+// saw. A stat that fails reads nothing: there is nothing to read.
+func (k *FileKeys) mayHaveChanged(now time.Time) bool {
+	if k.loaded.IsZero() || now.Sub(k.loaded) >= k.minReload {
+		return true
+	}
+	fi, err := k.stat(k.path)
+	return err == nil && !k.stamp.matches(fi)
+}
+
+// LookupReads returns how many times Lookup and LookupMAC re-read the file
+// for an unknown key id.
+func (k *FileKeys) LookupReads() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lookupReads
 }
 
 // Reload re-reads the file now: a key the file no longer holds stops
@@ -263,25 +284,35 @@ func (k *FileKeys) KeyIDs() []string {
 	return ids
 }
 
-// readResult is one read of the file: its keys, or the error.
+// readResult is one read of the file: its keys, or the error, and the
+// stamp of the file read.
 type readResult struct {
-	keys KeySet
-	err  error
+	keys  KeySet
+	stamp fileStamp
+	err   error
 }
 
 func (k *FileKeys) read() readResult {
-	b, err := ReadFileBounded(k.path, MaxKeysFileLen)
+	b, stamp, err := readStamped(k.open, k.path, MaxKeysFileLen)
+	if stamp.info == nil && err != nil {
+		// Not opened (a file the bridge may not read): stamp the path, so
+		// that unknown key ids do not retry it until it changes.
+		if fi, serr := k.stat(k.path); serr == nil {
+			stamp.info = fi
+		}
+	}
 	if err != nil {
-		return readResult{err: err}
+		return readResult{stamp: stamp, err: err}
 	}
 	keys, err := ParseKeys(b)
-	return readResult{keys: keys, err: err}
+	return readResult{keys: keys, stamp: stamp, err: err}
 }
 
 // store records a read (k.mu held): its keys replace the old ones unless it
-// failed.
+// failed. The stamp is kept either way: a file that does not parse is not
+// re-read for an unknown key id until it changes.
 func (k *FileKeys) store(r readResult, now time.Time) {
-	k.loaded, k.err = now, r.err
+	k.loaded, k.err, k.stamp = now, r.err, r.stamp
 	if r.err == nil {
 		k.keys = r.keys
 	}

@@ -76,8 +76,9 @@ func TestPublicKeysFile(t *testing.T) {
 	}
 }
 
-// TestFileKeysReload: an unknown key id re-reads the file, at most once
-// per interval; a known one never does.
+// TestFileKeysReload: an unknown key id re-reads the file once the
+// interval has passed; a known one never does. (Within the interval, a
+// stat decides: filestamp_test.go.)
 func TestFileKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys")
 	a, b := fixedKey(1).Public().(ed25519.PublicKey), fixedKey(2).Public().(ed25519.PublicKey)
@@ -87,9 +88,6 @@ func TestFileKeysReload(t *testing.T) {
 	}
 	if err := WritePublicKeys(path, []ed25519.PublicKey{a}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := k.Lookup(KeyID(a), t0.Add(time.Second-1)); !errors.Is(err, ErrUnknownKey) {
-		t.Fatalf("within the interval the file is not re-read: %v", err)
 	}
 	if pub, err := k.Lookup(KeyID(a), t0.Add(time.Second)); err != nil || !pub.Equal(a) {
 		t.Fatalf("after the interval: %v", err)

@@ -180,25 +180,11 @@ func (s *Stack) RestartExtauthz(ctx context.Context, args []string) error {
 		}
 	}
 	s.opts.ExtauthzArgs = args
-	if err := s.StartExtauthz(ctx); err != nil {
-		return err
-	}
-	// The new extauthz wrote a new per-start key into the keys file before
-	// its /readyz passed. The bridge re-reads that file for a key id it does
-	// not hold at most once per its keysMinReload (1 s), so an upgrade in the
-	// second after a read it made just before the write would be refused
-	// identity_signature_invalid; once that second has passed, its first
-	// lookup of the new key re-reads the file.
-	select {
-	case <-time.After(bridgeKeysMinReload + 100*time.Millisecond):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// The new extauthz wrote its new per-start key into the keys file before
+	// its /readyz passed; the bridge's first lookup of that key sees the
+	// file changed and re-reads it, so nothing is waited for here.
+	return s.StartExtauthz(ctx)
 }
-
-// bridgeKeysMinReload is the bridge's keysMinReload (bridge/signature.go).
-const bridgeKeysMinReload = time.Second
 
 // StartBridge (re)starts wirekube-bridge and waits for its /readyz,
 // retrying a first start on fresh ports like StartRelay.
