@@ -125,6 +125,11 @@ wss://{{ $h }}/relay
   {{- else }}{{ with include "gw.expectedRelayURL" . }}
   - --expected-relay-url={{ . }}
   {{- end }}{{ end }}
+  {{- if $envoy }}
+  {{- /* The bridge of this Pod: past its full mark extauthz refuses or bounces new relay sessions before any
+         TokenReview, and the bridge bounces only on its word (--full-bounce=authz; docs/steering.md). */}}
+  - --bridge-room-url=http://127.0.0.1:{{ $p.bridgeMetrics }}/room
+  {{- end }}
   {{- include "gw.revocationListenArgs" . | nindent 2 }}
   {{- include "gw.signingExtauthzArgs" . | nindent 2 }}
   {{- range $x.extraArgs }}
@@ -172,6 +177,10 @@ wss://{{ $h }}/relay
   {{- end }}
   - --drain-peers={{ include "gw.name" . }}-replicas
   - --unready-at={{ int $b.unreadyAt }}
+  {{- if $envoy }}
+  {{- /* extauthz in this Pod draws the bounce from GET /room, before any TokenReview (--bridge-room-url). */}}
+  - --full-bounce=authz
+  {{- end }}
   {{- include "gw.revocationAddrArgs" . | nindent 2 }}
   - --identity-keys-file=/run/wirekube-revocation/identity-keys
   {{- if $b.debugSessions }}
