@@ -60,8 +60,8 @@ type Config struct {
 	RestWindow        time.Duration // CPU at rest is measured over this window
 }
 
-// fullBounce is FullBounce, bridge when empty.
-func (c Config) fullBounce() string { return cmpOr(c.FullBounce, "bridge") }
+// fullBounce is FullBounce, authz when empty (the chart's with Envoy).
+func (c Config) fullBounce() string { return cmpOr(c.FullBounce, "authz") }
 
 // DefaultUnreadyAt is the bridges' --unready-at: the chart's
 // bridge.unreadyAt (TestDefaultUnreadyAtIsTheCharts holds the two equal).

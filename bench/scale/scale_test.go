@@ -39,7 +39,7 @@ var (
 	modeFlag   = flag.String("scale.on-review-throttled", "", "every extauthz's --on-review-throttled (default deny)")
 	unreadyAt  = flag.Int("scale.unready-at", DefaultUnreadyAt, "every bridge's --unready-at (0: off)")
 	bridgeArgs = flag.String("scale.bridge-args", "", "more flags for every bridge, space-separated, after the run's own (the last of a flag wins): for trying a setting at a smaller size, e.g. --max-sessions=1570; the table's texts still name the defaults")
-	fullBounce = flag.String("scale.full-bounce", "bridge", "every bridge's --full-bounce (authz: extauthz beside it draws, given --bridge-room-url; bridge; off)")
+	fullBounce = flag.String("scale.full-bounce", "authz", "every bridge's --full-bounce (authz: extauthz beside it draws, given --bridge-room-url; bridge; off)")
 )
 
 func cmpOrInt(v, def int) int {
