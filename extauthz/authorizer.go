@@ -50,6 +50,11 @@ type Deps struct {
 	// Signer signs relay allows: the configured key, published before the
 	// Authorizer is built (publishKeyring). nil: a per-start key pair.
 	Signer *identitysig.Signer
+	// Rooms is the room of the bridge beside this extauthz
+	// (--bridge-room-url; steer.go); nil steers nothing.
+	Rooms Rooms
+	// Dice draws the bounce, uniform in [0, 1); nil: math/rand/v2.
+	Dice func() float64
 }
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
@@ -78,6 +83,10 @@ type Authorizer struct {
 	// after holds the follow-up reviews of --on-review-throttled=review-after
 	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
 	after *reviewafter.Queue[*followUp]
+	// rooms and dice steer new sessions away from a full bridge
+	// (steer.go); rooms nil: off.
+	rooms Rooms
+	dice  func() float64
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -119,7 +128,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
-		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}
+		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
 	notify := func(string) {}
 	if d.Live != nil {
 		a.holders, notify = d.Live, d.Live.Notify

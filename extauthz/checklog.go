@@ -54,7 +54,7 @@ func (a *Authorizer) checkLogsFor() *checkLogs {
 // plainAllow returns the handler carrying the shared fields of d, or nil
 // when d is not a plain allow of the gRPC or HTTP front.
 func (c *checkLogs) plainAllow(front string, d *Decision) slog.Handler {
-	if !d.Allowed() || d.Offline || d.ReviewOwed || d.Detail != "" || d.ClaimedNode != "" {
+	if !d.Allowed() || d.Bounced || d.Offline || d.ReviewOwed || d.Detail != "" || d.ClaimedNode != "" {
 		return nil
 	}
 	hit := 0
@@ -86,10 +86,7 @@ func (a *Authorizer) logCheck(ctx context.Context, req *Request, d *Decision, cl
 		)
 		return
 	}
-	result, reason := "allow", contract.ResultAllowed
-	if !d.Allowed() {
-		result, reason = "deny", d.Reason
-	}
+	result, reason := d.result()
 	writeRecord(ctx, c.base.Handler(),
 		slog.String("frontend", req.Frontend),
 		slog.String("result", result),

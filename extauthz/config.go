@@ -56,6 +56,8 @@ type Config struct {
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
 	failureLimit FailureLimitOptions
+	// The bridge's room (steer.go); empty: not read.
+	bridgeRoomURL string
 }
 
 // Complete validates o (the same errors as Validate) and returns the parsed
@@ -100,6 +102,7 @@ func (o *Options) Complete() (*Config, error) {
 		meshWatch:        o.MeshWatchOptions.Complete(),
 		signing:          o.SigningOptions,
 		failureLimit:     o.FailureLimitOptions,
+		bridgeRoomURL:    o.BridgeRoomURL,
 	}
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {

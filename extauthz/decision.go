@@ -85,6 +85,9 @@ type Decision struct {
 	// source_rate_limited, the reason the limit replaced), for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
+	// Bounced: the bounce answer (steer.go) of a bridge past its full
+	// mark, an allow that admits nothing; result bounce, reason bounced.
+	Bounced bool
 	// RetryAfter is the Retry-After of a source_rate_limited answer, in
 	// whole seconds; 0 otherwise.
 	RetryAfter int
@@ -182,6 +185,9 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 		return deny(reason)
 	}
 	if d, ok := a.verifyLocally(ctx, deadline, &c); !ok { // signature and claims; no rule could admit it
+		return d
+	}
+	if d, ok := a.steer(req, &c); !ok { // the bridge beside us past its full mark: no TokenReview for it (steer.go)
 		return d
 	}
 	if d, ok := a.reviewToken(ctx, deadline, &c); !ok { // TokenReview, or what stands in when it cannot answer

@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewgate"
-	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // This file holds the collectors of the checks: metrics (checks,
@@ -40,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, cacheLen func() int) (*metrics, error
 	m := &metrics{
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Name: "checks_total",
-			Help: "Authorization checks by front end, result (allow|deny) and reason code.",
+			Help: "Authorization checks by front end, result (allow|bounce|deny) and reason code.",
 		}, []string{"frontend", "result", "reason"}),
 		checkDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricsNamespace, Name: "check_duration_seconds",
@@ -99,11 +98,8 @@ func (m *metrics) observeReview(result string, d time.Duration) {
 }
 
 func (m *metrics) observeCheck(frontend string, d Decision, elapsed time.Duration) {
-	result, reason := "allow", string(contract.ResultAllowed)
-	if !d.Allowed() {
-		result, reason = "deny", string(d.Reason)
-	}
-	m.checks.WithLabelValues(frontend, result, reason).Inc()
+	result, reason := d.result()
+	m.checks.WithLabelValues(frontend, result, string(reason)).Inc()
 	m.checkDuration.WithLabelValues(frontend, result).Observe(elapsed.Seconds())
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -117,6 +118,9 @@ type Options struct {
 	MeshWatchOptions
 	// SigningOptions: the signature on the identity headers (signing.go).
 	SigningOptions
+	// RoomWatchOptions: the bridge's room, read to steer new sessions
+	// (extauthz/internal/roomwatch, steer.go).
+	RoomWatchOptions
 }
 
 // DefaultOptions returns the documented defaults.
@@ -190,6 +194,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	o.MeshWatchOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
 	o.FailureLimitOptions.AddFlags(fs)
+	o.RoomWatchOptions.AddFlags(fs)
 }
 
 // Validate reports every invalid option (errors.Join), each error naming
@@ -258,7 +263,8 @@ func (o *Options) checkScalars() []error {
 	check(o.KubeAPIQPS <= 0, "--kube-api-qps: want > 0, got %v", o.KubeAPIQPS)
 	check(o.KubeAPIBurst < 1, "--kube-api-burst: want >= 1, got %d", o.KubeAPIBurst)
 	for _, err := range []error{logging.CheckFormat(o.LogFormat), levelErr(o.LogLevel), o.VerifyOptions.Validate(), o.RevocationOptions.Validate(),
-		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate(), o.MeshWatchOptions.Validate()} {
+		o.PeerAdmissionOptions.Validate(), o.SigningOptions.Validate(), o.FailureLimitOptions.Validate(), o.MeshWatchOptions.Validate(),
+		o.RoomWatchOptions.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -309,6 +315,9 @@ type MeshWatchOptions = meshwatch.Options
 // PeerAdmissionOptions are the flags of the admission policy report
 // (--peer-admission-policy, --peer-admission-binding).
 type PeerAdmissionOptions = admission.Options
+
+// RoomWatchOptions are the flag of the bridge's room (--bridge-room-url).
+type RoomWatchOptions = roomwatch.Options
 
 // RevocationOptions configure the revocation Watch listener
 // (internal/revocationhub/options.go).

@@ -59,6 +59,9 @@ var coveredElsewhere = map[contract.Reason]string{
 	contract.ReasonPeerKeyMoved: "TestKeyMovedRefusedAtCheck",
 	// Needs an address's failures past its bucket.
 	contract.ReasonSourceRateLimited: "TestSourceFailureLimit",
+	// Need the room of a full or draining bridge (--bridge-room-url).
+	contract.ReasonAtCapacity: "TestFullRoomRefusedBeforeTokenReview",
+	contract.ReasonDraining:   "TestFullRoomRefusedBeforeTokenReview",
 }
 
 // testMentions reports whether the test function name in this package's

@@ -14,6 +14,7 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
 )
 
 // service is what Run builds before it listens: the rooms of extauthz and
@@ -23,6 +24,7 @@ type service struct {
 	rec     *events.Recorder // nil: --peer-events off
 	policy  *admission.Watch // reports only
 	meshes  *meshwatch.Watch // nil: --mesh-watch off
+	rooms   *roomwatch.Watch // nil: --bridge-room-url empty
 	authz   *Authorizer
 	hub     *revocationhub.Hub
 	keyring *keyring
@@ -55,8 +57,15 @@ func newService(cfg *Config, c Clients, reg prometheus.Registerer, log *slog.Log
 	log.Info("identity signing key loaded", "signing_key_id", s.keyring.signer.KeyID(),
 		"published_key_ids", s.keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
 	live := revocationhub.NewLiveBindings()
-	if s.authz, err = NewAuthorizer(cfg, Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
-		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.signer}); err != nil {
+	deps := Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
+		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.signer}
+	if cfg.bridgeRoomURL != "" {
+		if s.rooms, err = roomwatch.New(cfg.bridgeRoomURL, reg, log, nil); err != nil {
+			return nil, err
+		}
+		deps.Rooms = s.rooms
+	}
+	if s.authz, err = NewAuthorizer(cfg, deps); err != nil {
 		return nil, err
 	}
 	if s.hub, err = revocationhub.New(revocationhub.Deps{Judge: s.authz, Events: s.authz.events, Limits: cfg.revocation,
@@ -78,6 +87,9 @@ func (s *service) runBackground(ctx context.Context, g *errgroup.Group, cfg *Con
 	g.Go(func() error { s.policy.Run(ctx); return nil }) // reports only: never gates readiness
 	if s.meshes != nil {
 		g.Go(func() error { s.meshes.Run(ctx); return nil }) // reports only, as above
+	}
+	if s.rooms != nil {
+		g.Go(func() error { s.rooms.Run(ctx); return nil }) // steers while fresh, never gates readiness
 	}
 	g.Go(func() error { return s.authz.runSigning(ctx, cfg.signing, s.keyring, log) })
 	if s.rec != nil {

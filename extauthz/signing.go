@@ -113,8 +113,9 @@ type identitySigner struct {
 
 // sign adds X-WireKube-Client-Address (client, as Authorizer.clientAddress
 // read it) and X-WireKube-Signature over it and the identity headers to a
-// relay allow (one that carries X-WireKube-Peer); other decisions are
-// returned as they are.
+// relay allow (one that carries X-WireKube-Peer) and to the bounce answer
+// (over its binding alone, steer.go); other decisions are returned as they
+// are.
 func (s *identitySigner) sign(d Decision, client string) Decision {
 	signer := s.cur.Load()
 	if !d.Allowed() || signer == nil {
@@ -135,7 +136,7 @@ func (s *identitySigner) sign(d Decision, client string) Decision {
 			f.Binding = h.Value
 		}
 	}
-	if f.Peer == "" {
+	if f.Peer == "" && !d.Bounced {
 		return d // not the relay path: nothing the bridge reads
 	}
 	hs := d.Headers

@@ -27,4 +27,8 @@ const (
 	// from review_unavailable (a TokenReview timeout or API error), which
 	// means the API is in trouble.
 	ResultCanceled Reason = "canceled"
+	// ResultBounced: extauthz answered the bounce answer (BindingBounce)
+	// for a bridge past its full mark, before any TokenReview; the result
+	// label is "bounce".
+	ResultBounced Reason = "bounced"
 )
