@@ -28,9 +28,12 @@ import (
 // --max-sessions=3 and its full mark at 2) behind the shipped nginx file
 // and the Envoy stand-in. Under the mark every agent is admitted; at the
 // mark a share of new agents is bounced (a 101, then close 1013
-// replica_full); at --max-sessions the answer is 503 at_capacity. With
-// --full-bounce=bridge the bridge draws once extauthz has reviewed the
-// token: each bounced agent has cost a TokenReview.
+// replica_full); at --max-sessions the answer is 503 at_capacity. Who
+// draws decides what a bounce costs: with --full-bounce=bridge the bridge
+// draws once extauthz has reviewed the token, so each bounced or refused
+// agent has cost a TokenReview; with authz extauthz draws from the
+// bridge's GET /room (--bridge-room-url) before any TokenReview, so only
+// the admitted agents cost one.
 const (
 	// bounceMax is the Pod's --max-sessions.
 	bounceMax = 3
@@ -49,7 +52,7 @@ const (
 
 // bounceModes are the --full-bounce values the scenario runs, each in a
 // Pod of its own.
-var bounceModes = []string{bridge.BounceByBridge}
+var bounceModes = []string{bridge.BounceByBridge, bridge.BounceByAuthz}
 
 // testFullReplicaBounce runs the bounce with each of bounceModes through
 // nginx and the Envoy stand-in in turn.
@@ -125,9 +128,10 @@ type bounceRun struct {
 // check: under the mark both agents are admitted; at the mark, dials until
 // two bounces and then an admission, which is kept (the bridge is then at
 // --max-sessions); then 503 at_capacity. Each dial's TokenReviews are
-// counted on its own.
+// counted on its own, and the bridge's bounces by who decided them.
 func (r *bounceRun) check(t *testing.T) {
 	defer r.release(t)
+	bouncesBefore := r.bridgeBounces(t)
 	for range bounceMark {
 		c, got := r.dial(t)
 		if got != "admitted" {
@@ -158,6 +162,17 @@ func (r *bounceRun) check(t *testing.T) {
 		t.Fatalf("%s: at --max-sessions a new agent was %s, want refused %s", r.f.name, got, contract.ReasonAtCapacity)
 	}
 	r.checkReviewTotal(t)
+	if n := r.bridgeBounces(t) - bouncesBefore; n != r.bounced {
+		t.Errorf("%s: the bridge counted %d bounces decided by %s, want the %d the agents read", r.f.name, n, r.mode, r.bounced)
+	}
+}
+
+// bridgeBounces is the bridge's count of bounces decided by r.mode.
+func (r *bounceRun) bridgeBounces(t *testing.T) int {
+	t.Helper()
+	body, err := scrape("http://" + r.pod.BridgeMetrics + "/metrics")
+	fatalIf(t, err)
+	return int(metricSum(body, `wirekube_bridge_bounced_total{decided_by="`+r.mode+`"}`))
 }
 
 // checkReviewTotal: with authz the TokenReviews are the admitted agents';
@@ -284,8 +299,9 @@ func (r *bounceRun) extauthzReviews(t *testing.T) int {
 	return int(metricSum(body, "wirekube_extauthz_token_reviews_total"))
 }
 
-// metricSum sums the samples of the metric family name in a Prometheus
-// text exposition.
+// metricSum sums the samples of name in a Prometheus text exposition:
+// every sample of a family, or the one sample of a name with its whole
+// label set.
 func metricSum(body, name string) float64 {
 	var sum float64
 	for line := range strings.Lines(body) {
