@@ -28,6 +28,7 @@ func TestE2E(t *testing.T) {
 	t.Run("extauthz_rbac_from_manifests", e.testExtauthzRBAC)
 	t.Run("chart_dry_run", e.testChartDryRun)
 	t.Run("full_replica_eviction", e.testFullReplicaEviction)
+	t.Run("full_replica_bounce", e.testFullReplicaBounce) // a Pod of its own: the stack's processes untouched
 	t.Run("alongside_wirekube_chart", e.testAlongsideChart)
 	for _, f := range e.fronts {
 		t.Run(f.name, func(t *testing.T) {
