@@ -110,6 +110,9 @@ const (
 	pForward  = "Go TCP forwarder (floor)"
 	pChain    = "nginx TLS + bridge (TCP hop)"
 	pChainUDS = "nginx TLS + bridge (Unix socket hop)"
+	// pChainB is the TCP-hop chain again with nginxTuneBEnv's changes: a
+	// lever beside the shipped file in the same interleaved rounds.
+	pChainB   = "nginx TLS + bridge (TCP hop, tune B)"
 	pNaiveTLS = "naive gateway (Go TLS)"
 	pWireKube = "WireKube relay-ws (Go TLS)"
 	// pWireKubeChain is WireKube's gateway behind the same nginx TLS front
@@ -253,6 +256,13 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 		return fail(err)
 	}
 	fronted := []behind{{pChain, br.addr, "bridge", br, true, ""}, {pChainUDS, "unix:" + sock, "bridge", brUDS, false, ""}}
+	if tune, env := os.Getenv(nginxTuneBEnv), os.Getenv(bridgeEnvBEnv); tune != "" || env != "" {
+		brB, err := start(roleBridge, strings.Fields(env)...)
+		if err != nil {
+			return fail(err)
+		}
+		fronted = append(fronted, behind{pChainB, brB.addr, "bridge", brB, true, tune})
+	}
 	if wkPlain != nil {
 		// The same shipped file in front of WireKube's gateway, which
 		// checks the token itself: the client's Authorization passes on.

@@ -171,6 +171,18 @@ func benchCert(dir string) (cert, key string, client *tls.Config, err error) {
 // and measures the shipped file.
 const nginxTuneEnv = "WIREKUBE_BENCH_NGINX_TUNE"
 
+// nginxTuneBEnv, when set, adds one more path: the TCP-hop chain with its
+// own bridge and these changes (same syntax as nginxTuneEnv; those of
+// nginxTuneEnv, which every front gets, apply after them), measured in the same interleaved rounds as the chain
+// without them, so a lever's effect is a ratio within one run even on a
+// shared machine. `make bench` leaves it unset.
+const nginxTuneBEnv = "WIREKUBE_BENCH_NGINX_TUNE_B"
+
+// bridgeEnvBEnv, when set, adds the same path as nginxTuneBEnv (or gives
+// its bridge these settings): space-separated KEY=value pairs for the
+// path's bridge process, e.g. GOMAXPROCS=1.
+const bridgeEnvBEnv = "WIREKUBE_BENCH_BRIDGE_ENV_B"
+
 func tuneNginx(site, tune string) (string, error) {
 	if tune == "" {
 		return site, nil
