@@ -20,6 +20,7 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
@@ -62,7 +63,7 @@ type Authorizer struct {
 	// checkLogs are the check line's handlers of log (checklog.go).
 	checkLogs atomic.Pointer[checkLogs]
 	keys      *jwks.Set
-	verifier  *verifier
+	verifier  tokenVerifier
 	outage    *outage
 	events    peerEvents
 	now       func() time.Time
@@ -118,7 +119,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
-		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
+		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), outage: o, events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit)}
 	notify := func(string) {}
 	if d.Live != nil {

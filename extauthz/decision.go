@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
@@ -109,7 +110,7 @@ type Decision struct {
 }
 
 // claimedNode is the node name of verified claims, "" when none.
-func claimedNode(c *tokenClaims) string {
+func claimedNode(c *tokenverify.Claims) string {
 	if c == nil || c.Kubernetes.Node == nil {
 		return ""
 	}

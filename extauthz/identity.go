@@ -82,12 +82,6 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	return a.peerDecision(peer, node, rv, exp)
 }
 
-// secretBound reports a token bound to a Secret (verified claims). Such a
-// token is refused on the relay path: TokenReview ends it when its Secret
-// is deleted, but extauthz cannot see that (it may not read Secrets), so a
-// cached review or a live session would outlive the Secret.
-func (c *tokenClaims) secretBound() bool { return c.Kubernetes.Secret != nil }
-
 // checkBound checks the objects a token is bound to against the informers:
 // the Pod (same UID, running under the token's ServiceAccount, not
 // Succeeded or Failed, scheduled, on the Node the token names) and the Node

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -78,15 +79,43 @@ func reachableError(err error) bool {
 // answer: the review kube-apiserver would give for the verified claims,
 // when the mode is on, the outage is inside the window and the token's
 // binding can be checked locally. Otherwise the reason stands.
-func (a *Authorizer) reviewOffline(c *tokenClaims, reason contract.Reason) (review, bool, contract.Reason) {
+func (a *Authorizer) reviewOffline(c *tokenverify.Claims, reason contract.Reason) (review, bool, contract.Reason) {
 	if a.cfg.onUnavailable != UnavailableVerifyOffline || !a.outage.within(a.now(), a.cfg.offlineWindow) {
 		return review{}, false, reason
 	}
-	rv, ok := c.offlineReview(a.cfg.audience)
+	rv, ok := offlineReview(c, a.cfg.audience)
 	if !ok {
 		return review{}, false, reason
 	}
 	return rv, true, ""
+}
+
+// offlineReview is the TokenReview answer kube-apiserver would give for
+// verified claims, built locally for --on-review-unavailable=verify-offline.
+// ok is false for a token whose binding cannot be checked from the
+// informers (a Secret-bound token, a subject that is not its
+// ServiceAccount): such a token is never admitted offline.
+func offlineReview(c *tokenverify.Claims, audience string) (review, bool) {
+	k := c.Kubernetes
+	if k.Namespace == "" || k.ServiceAccount == nil || k.ServiceAccount.Name == "" || k.Secret != nil {
+		return review{}, false
+	}
+	rv := review{
+		authenticated: true,
+		audiences:     []string{audience},
+		username:      saUserPrefix + k.Namespace + ":" + k.ServiceAccount.Name,
+		uid:           k.ServiceAccount.UID,
+	}
+	if c.Subject != rv.username {
+		return review{}, false
+	}
+	if k.Pod != nil {
+		rv.podName, rv.podUID = k.Pod.Name, k.Pod.UID
+	}
+	if k.Node != nil {
+		rv.nodeName, rv.nodeUID = k.Node.Name, k.Node.UID
+	}
+	return rv, true
 }
 
 // observeOffline counts the checks decided offline.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -94,7 +95,7 @@ func TestPrefilterAgreesWithBindPeer(t *testing.T) {
 		username := saUserPrefix + n.ns + ":" + n.name
 		rv := review{authenticated: true, audiences: []string{contract.DefaultAudience}, username: username, uid: "uid"}
 		byRules := e.authz.bindPeer(&rv, e.clock.Now().Add(time.Hour)).Reason == contract.ReasonIdentityNotAllowed
-		c := &tokenClaims{}
+		c := &tokenverify.Claims{}
 		c.Subject = username
 		byPrefilter := !e.authz.admissible(c, pathRelay)
 		if byRules != byPrefilter {

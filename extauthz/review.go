@@ -20,6 +20,7 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewgate"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -51,8 +52,8 @@ type cacheEntry struct {
 	expires time.Time
 	// ver is the token's local verification, done before the review was
 	// asked for: a hit skips the signature check while it holds
-	// (verifycache.go).
-	ver *verified
+	// (tokenverify.Verified.Holds).
+	ver *tokenverify.Verified
 }
 
 // cacheKey is HMAC-SHA256(per-process key, audience NUL token): the token
@@ -129,7 +130,7 @@ func (r *reviewer) key(token string) cacheKey {
 
 // cachedVerification returns the verification kept with the live cached
 // answer of key k, if there is one. It does not count as a cache hit.
-func (r *reviewer) cachedVerification(k cacheKey) (*verified, bool) {
+func (r *reviewer) cachedVerification(k cacheKey) (*tokenverify.Verified, bool) {
 	e, ok := r.cache.Peek(k)
 	if !ok || !r.now().Before(e.expires) {
 		return nil, false
@@ -151,9 +152,9 @@ func (r *reviewer) cachedReview(k cacheKey) (review, bool) {
 // Review returns the TokenReview answer for token, whose key is k, from the
 // cache when possible. exp is the token's own expiry (zero if unknown); ver
 // its local verification, cached with the answer; a call to the API counts against
-// the share of the review gate of the identity ver names (identityKey). On
+// the share of the review gate of the identity ver names (tokenverify.Claims.IdentityKey). On
 // failure the reason is review_unavailable or review_throttled: fail closed.
-func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, bool, contract.Reason) {
+func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp time.Time, ver *tokenverify.Verified) (review, bool, contract.Reason) {
 	if e, ok := r.cache.Get(k); ok {
 		if r.now().Before(e.expires) {
 			r.metrics.cacheHit(e.review.authenticated)
@@ -206,13 +207,13 @@ func (r *reviewer) Review(ctx context.Context, k cacheKey, token string, exp tim
 // fetch passes the review gate (a rate token, then an in-flight slot held
 // only for the call), asks the API and caches the answer. Errors are never
 // cached.
-func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified) (review, error) {
+func (r *reviewer) fetch(ctx context.Context, k cacheKey, token string, exp time.Time, ver *tokenverify.Verified) (review, error) {
 	return r.fetchWithin(ctx, k, token, exp, ver, r.gate.MaxWait())
 }
 
 // fetchWithin is fetch with a wait of at most wait for the review gate.
-func (r *reviewer) fetchWithin(ctx context.Context, k cacheKey, token string, exp time.Time, ver *verified, wait time.Duration) (review, error) {
-	release, err := r.gate.EnterWithin(ctx, ver.identity(), wait)
+func (r *reviewer) fetchWithin(ctx context.Context, k cacheKey, token string, exp time.Time, ver *tokenverify.Verified, wait time.Duration) (review, error) {
+	release, err := r.gate.EnterWithin(ctx, ver.Identity(), wait)
 	if err != nil {
 		return review{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
@@ -47,7 +48,7 @@ type followUp struct {
 	k       cacheKey
 	token   string // held only until the review is made; never logged
 	exp     time.Time
-	ver     *verified
+	ver     *tokenverify.Verified
 	assumed review // what the verified claims said
 	binding revocation.Binding
 	tries   int
@@ -55,7 +56,7 @@ type followUp struct {
 
 // followUpIdentity is the identity a follow-up counts against in the
 // queue's per-identity share.
-func followUpIdentity(f *followUp) string { return f.ver.identity() }
+func followUpIdentity(f *followUp) string { return f.ver.Identity() }
 
 // newFollowUps builds the queue of --on-review-throttled=review-after; a
 // failed follow-up marks its binding's objects changed on notify.
@@ -139,11 +140,11 @@ func sameIdentity(got, assumed *review) bool {
 // answer on the relay path: the review the verified claims stand for, when
 // the mode is on and the claims can be bound locally. Otherwise the reason
 // stands.
-func (a *Authorizer) reviewThrottledAfter(c *tokenClaims, kind pathKind, reason contract.Reason) (review, bool, contract.Reason) {
+func (a *Authorizer) reviewThrottledAfter(c *tokenverify.Claims, kind pathKind, reason contract.Reason) (review, bool, contract.Reason) {
 	if a.after == nil || reason != contract.ReasonReviewThrottled || kind != pathRelay {
 		return review{}, false, reason
 	}
-	rv, ok := c.offlineReview(a.cfg.audience)
+	rv, ok := offlineReview(c, a.cfg.audience)
 	if !ok {
 		return review{}, false, reason
 	}
@@ -152,7 +153,7 @@ func (a *Authorizer) reviewThrottledAfter(c *tokenClaims, kind pathKind, reason 
 
 // oweReview queues the follow-up of an allow d made under review-after;
 // when the queue is full the allow becomes review_throttled.
-func (a *Authorizer) oweReview(d Decision, k cacheKey, token string, exp time.Time, ver *verified, rv *review) Decision {
+func (a *Authorizer) oweReview(d Decision, k cacheKey, token string, exp time.Time, ver *tokenverify.Verified, rv *review) Decision {
 	if !d.Allowed() {
 		return d
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -75,8 +76,8 @@ func TestCachedAnswerChecksExp(t *testing.T) {
 	e.clock.Advance(10 * time.Second)
 	d := e.check(t, tok)
 	wantReason(t, d, contract.ReasonTokenInvalid)
-	if d.Detail != verifyExpired {
-		t.Errorf("detail %q, want %q", d.Detail, verifyExpired)
+	if d.Detail != tokenverify.DetailExpired {
+		t.Errorf("detail %q, want %q", d.Detail, tokenverify.DetailExpired)
 	}
 }
 
@@ -93,8 +94,8 @@ func TestCachedAnswerNeedsTheSameToken(t *testing.T) {
 	suiteTokens.Store(forged, true)
 	d := e.check(t, forged)
 	wantReason(t, d, contract.ReasonTokenSignatureInvalid)
-	if d.Detail != verifySignature {
-		t.Errorf("detail %q, want %q", d.Detail, verifySignature)
+	if d.Detail != tokenverify.DetailSignature {
+		t.Errorf("detail %q, want %q", d.Detail, tokenverify.DetailSignature)
 	}
 	if n := e.reviews.Load(); n != 1 {
 		t.Errorf("%d TokenReviews, want 1 (the genuine token's)", n)
