@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
@@ -11,14 +12,14 @@ import (
 // checked is what the steps of decide have established so far.
 type checked struct {
 	token   string
-	k       cacheKey // the HMAC of the whole token
+	k       tokenreview.Key // the HMAC of the whole token
 	kind    pathKind
 	cached  *tokenverify.Verified // a verification found in the cache
 	inCache bool
 	held    bool // cached holds: no new verification needed
 	ver     *tokenverify.Verified
 	exp     time.Time // the verified claims' expiry
-	rv      review
+	rv      tokenreview.Answer
 	hit     bool // the TokenReview answer came from the cache
 	offline bool // --on-review-unavailable=verify-offline stood in
 	owed    bool // review-after: admitted on the claims, the TokenReview follows
@@ -36,8 +37,8 @@ func (a *Authorizer) checkShape(req *Request, c *checked) contract.Reason {
 	if reason != "" {
 		return reason
 	}
-	c.token, c.k = token, a.reviewer.key(token)
-	c.cached, c.inCache = a.reviewer.cachedVerification(c.k)
+	c.token, c.k = token, a.reviewer.Key(token)
+	c.cached, c.inCache = a.reviewer.CachedVerification(c.k)
 	c.held = c.inCache && a.verifier.Holds(c.cached)
 	// A held verification is of these very bytes (k is the HMAC of the
 	// whole token), which passed checkPayload before they were verified:
@@ -89,7 +90,7 @@ func (a *Authorizer) verifyLocally(ctx context.Context, deadline time.Time, c *c
 func (a *Authorizer) reviewToken(ctx context.Context, deadline time.Time, c *checked) (Decision, bool) {
 	claims := c.ver.Claims
 	var reason contract.Reason
-	c.rv, c.hit = a.reviewer.cachedReview(c.k)
+	c.rv, c.hit = a.reviewer.Cached(c.k)
 	if !c.hit {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		c.rv, c.hit, reason = a.reviewer.Review(rctx, c.k, c.token, c.exp, c.ver)
@@ -122,7 +123,7 @@ func (a *Authorizer) bindIdentity(req *Request, c *checked) Decision {
 	} else {
 		d = a.bindPeer(&c.rv, c.exp)
 		if !d.Allowed() && d.Peer == "" {
-			d.ClaimedNode = c.rv.nodeName // the log names the node of a refused binding
+			d.ClaimedNode = c.rv.NodeName // the log names the node of a refused binding
 		}
 		if d.Allowed() && !probeOnly(req.Subprotocols) {
 			d = a.checkKeyHolder(d)
@@ -133,6 +134,6 @@ func (a *Authorizer) bindIdentity(req *Request, c *checked) Decision {
 	}
 	d.CacheHit, d.Offline = c.hit, c.offline
 	d.ReviewOwed = c.owed && d.Allowed()
-	d.Identity = c.rv.username
+	d.Identity = c.rv.Username
 	return d
 }

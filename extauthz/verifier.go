@@ -3,6 +3,7 @@ package extauthz
 import (
 	"context"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
@@ -19,10 +20,10 @@ type tokenVerifier interface {
 // still holds (Holds). A cached answer (inCache) whose verification no
 // longer holds and whose token fails again is dropped from the cache, so it
 // can never be served.
-func (a *Authorizer) verifyAgain(ctx context.Context, k cacheKey, token string, inCache bool) (*tokenverify.Verified, contract.Reason, string) {
+func (a *Authorizer) verifyAgain(ctx context.Context, k tokenreview.Key, token string, inCache bool) (*tokenverify.Verified, contract.Reason, string) {
 	ver, reason, detail := a.verifier.Verify(ctx, token)
 	if reason != "" && inCache {
-		a.reviewer.cache.Remove(k)
+		a.reviewer.Forget(k)
 	}
 	return ver, reason, detail
 }
