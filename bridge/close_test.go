@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -22,7 +23,7 @@ var closeCases = []struct {
 	payload []byte
 	echo    int
 }{
-	{"empty", nil, closeNoStatus},
+	{"empty", nil, wsframe.CloseNoStatus},
 	{"one byte", []byte{0x03}, 0},
 	{"normal", closePayload(1000, ""), 1000},
 	{"going away with reason", closePayload(1001, "bye"), 1001},
@@ -50,9 +51,9 @@ var closeCases = []struct {
 
 func TestParseClientClose(t *testing.T) {
 	for _, tt := range closeCases {
-		code, err := parseClientClose(tt.payload)
+		code, err := wsframe.ParseClientClose(tt.payload)
 		if tt.echo == 0 {
-			if !errors.Is(err, errWSProtocol) {
+			if !errors.Is(err, wsframe.ErrProtocol) {
 				t.Errorf("%s: code %d, err %v; want a protocol error", tt.name, code, err)
 			}
 			continue
@@ -70,14 +71,14 @@ func FuzzParseClientClose(f *testing.F) {
 		f.Add(tt.payload)
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
-		code, err := parseClientClose(p)
-		if err != nil && !errors.Is(err, errWSProtocol) {
+		code, err := wsframe.ParseClientClose(p)
+		if err != nil && !errors.Is(err, wsframe.ErrProtocol) {
 			t.Fatalf("error %v is not a protocol error", err)
 		}
 		var want bool
 		switch {
 		case len(p) == 0:
-			want = code == closeNoStatus
+			want = code == wsframe.CloseNoStatus
 		case len(p) >= 2:
 			c := int(binary.BigEndian.Uint16(p))
 			valid := (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) || (c >= 3000 && c <= 4999)
@@ -103,7 +104,7 @@ func TestClientCloseAnswered(t *testing.T) {
 			} else {
 				ws = h.dial(t, identity(k))
 			}
-			if _, err := ws.NetConn().Write(wsFrame(true, opClose, tt.payload, testMask)); err != nil {
+			if _, err := ws.NetConn().Write(wsFrame(true, wsframe.OpClose, tt.payload, testMask)); err != nil {
 				t.Fatal(err)
 			}
 			code, reason := tt.echo, contract.Reason("")

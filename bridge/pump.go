@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -64,9 +65,9 @@ func (s *session) decodeClient() (bool, *closeError) {
 	if ended && s.lingerRaw {
 		return s.linger(0), nil
 	}
-	s.dec.discard = s.dec.discard || ended
+	s.dec.Discard = s.dec.Discard || ended
 	buf, start := *s.raw.b, s.inLen
-	used, wrote, err := s.dec.decode(buf[start:s.raw.n], buf[start:])
+	used, wrote, err := s.dec.Decode(buf[start:s.raw.n], buf[start:])
 	s.inLen += wrote
 	var done bool
 	cerr := s.flushIn(ended)
@@ -138,7 +139,7 @@ func (s *session) decodeErr(err error, ended bool) (bool, *closeError) {
 		return false, nil
 	case errors.Is(err, errClientClose):
 		return true, closeWith(0, contract.ResultClientClosed, nil)
-	case errors.Is(err, errWSText):
+	case errors.Is(err, wsframe.ErrText):
 		return false, closeWith(websocket.CloseUnsupportedData, contract.CloseTextMessage, nil)
 	default:
 		return false, closeWith(websocket.CloseProtocolError, contract.CloseProtocolError, err)
@@ -150,13 +151,13 @@ func (s *session) decodeErr(err error, ended bool) (bool, *closeError) {
 func (s *session) onControl(op byte, payload []byte) error {
 	deadline := time.Now().Add(s.srv.cfg.WriteTimeout)
 	switch op {
-	case opPing:
+	case wsframe.OpPing:
 		_ = s.ws.WriteControl(websocket.PongMessage, payload, deadline)
-	case opClose:
+	case wsframe.OpClose:
 		if s.ended() {
 			return errClientClose
 		}
-		code, err := parseClientClose(payload)
+		code, err := wsframe.ParseClientClose(payload)
 		if err != nil {
 			return err // answered with 1002 websocket_protocol_error
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -28,7 +29,7 @@ type session struct {
 
 	filter                frameFilter
 	regNoted              bool // registered() ran for the verified Register
-	dec                   wsDecoder
+	dec                   wsframe.Decoder
 	raw                   streamBuf // client bytes: decoded (inLen) then not yet decoded
 	inLen                 int       // decoded client -> relay stream bytes at the start of raw
 	out                   streamBuf // relay -> client bytes not yet sent
@@ -143,7 +144,7 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 	})
 	s.pingAt = s.start.Add(srv.cfg.PingInterval)
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
-	s.dec = wsDecoder{onControl: s.onControl, onMessage: s.countMessage}
+	s.dec = wsframe.Decoder{OnControl: s.onControl, OnMessage: s.countMessage}
 	s.direct = directConn(ws.NetConn())
 	s.fromClient.init(ws.NetConn())
 	s.fromRelay.init(relay)

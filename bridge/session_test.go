@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -317,7 +318,7 @@ func TestWebSocketFraming(t *testing.T) {
 	}
 
 	// An unmasked client frame breaks RFC 6455.
-	if _, err := ws.NetConn().Write(wsFrame(true, opBinary, dataFrame(k, 7, 10), nil)); err != nil {
+	if _, err := ws.NetConn().Write(wsFrame(true, wsframe.OpBinary, dataFrame(k, 7, 10), nil)); err != nil {
 		t.Fatal(err)
 	}
 	expectClose(t, ws, websocket.CloseProtocolError, contract.CloseProtocolError)

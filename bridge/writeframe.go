@@ -1,8 +1,8 @@
 package bridge
 
 import (
-	"encoding/binary"
 	"errors"
+	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"net"
 	"sync"
 	"time"
@@ -54,20 +54,6 @@ func (l *writeLock) lock(deadline time.Time) bool {
 
 func (l *writeLock) unlock() { l.mu.Unlock() }
 
-// appendServerHeader appends the header of a final, unmasked binary frame
-// of n payload bytes (RFC 6455 section 5.2).
-func appendServerHeader(b []byte, n int) []byte {
-	b = append(b, 0x80|opBinary)
-	switch {
-	case n < 126:
-		return append(b, byte(n))
-	case n <= 0xFFFF:
-		return binary.BigEndian.AppendUint16(append(b, 126), uint16(n))
-	default:
-		return binary.BigEndian.AppendUint64(append(b, 127), uint64(n))
-	}
-}
-
 // writeMessage sends p as one binary message with the write deadline.
 func (s *session) writeMessage(p []byte, deadline time.Time) error {
 	if s.direct == nil {
@@ -84,7 +70,7 @@ func (s *session) writeMessage(p []byte, deadline time.Time) error {
 	if err := s.direct.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	s.wbufArr = [2][]byte{appendServerHeader(s.whdr[:0], len(p)), p}
+	s.wbufArr = [2][]byte{wsframe.AppendServerHeader(s.whdr[:0], len(p)), p}
 	s.wbufs = s.wbufArr[:]
 	_, err := s.wbufs.WriteTo(s.direct)
 	s.wbufArr = [2][]byte{} // hold no reference to the pooled buffer

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
@@ -60,15 +62,14 @@ type Deps struct {
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
 type Authorizer struct {
 	cfg      *Config
-	reviewer *reviewer
+	reviewer *tokenreview.Reviewer
 	objects  Objects
 	metrics  *metrics
 	log      *slog.Logger
 	// checkLogs are the check line's handlers of log (checklog.go).
 	checkLogs atomic.Pointer[checkLogs]
 	keys      *jwks.Set
-	verifier  *verifier
-	outage    *outage
+	verifier  tokenVerifier
 	events    peerEvents
 	now       func() time.Time
 	// holders answers which binding holds a key on the bridges streaming
@@ -100,8 +101,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	var rv *reviewer
-	m, err := newMetrics(d.Registry, func() int { return rv.cache.Len() })
+	m, err := newMetrics(d.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
@@ -115,19 +115,20 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 			return nil, fmt.Errorf("extauthz metrics: %w", err)
 		}
 	}
-	o := &outage{gauge: m.reviewOutage.Set}
-	rv, err = newReviewer(d.Reviews, cfg, d.Now, m, o)
+	rv, err := tokenreview.New(tokenreview.Config{Client: d.Reviews, Audience: cfg.audience,
+		CacheSize: cfg.cacheSize, TTL: cfg.cacheTTL, NegativeTTL: cfg.negativeCacheTTL,
+		QPS: cfg.reviewQPS, Burst: cfg.reviewBurst, MaxInflight: cfg.maxInflight, MaxWait: cfg.maxReviewWait,
+		Now: d.Now, Log: d.Logger, Reg: d.Registry})
 	if err != nil {
 		return nil, err
 	}
-	rv.log = d.Logger
 	ks, err := jwks.New(jwks.Config{Fetch: d.Keys, Issuers: cfg.issuers, Interval: cfg.jwksInterval,
 		MinRefresh: cfg.jwksMinRefresh, Now: d.Now, Log: d.Logger, Reg: d.Registry})
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
-		keys: ks, verifier: &verifier{keys: ks, audience: cfg.audience, now: d.Now}, outage: o, events: peerEvents{d.Events},
+		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
 	notify := func(string) {}
 	if d.Live != nil {

@@ -4,20 +4,22 @@ import (
 	"context"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // checked is what the steps of decide have established so far.
 type checked struct {
 	token   string
-	k       cacheKey // the HMAC of the whole token
+	k       tokenreview.Key // the HMAC of the whole token
 	kind    pathKind
-	cached  *verified // a verification found in the cache
+	cached  *tokenverify.Verified // a verification found in the cache
 	inCache bool
 	held    bool // cached holds: no new verification needed
-	ver     *verified
+	ver     *tokenverify.Verified
 	exp     time.Time // the verified claims' expiry
-	rv      review
+	rv      tokenreview.Answer
 	hit     bool // the TokenReview answer came from the cache
 	offline bool // --on-review-unavailable=verify-offline stood in
 	owed    bool // review-after: admitted on the claims, the TokenReview follows
@@ -35,9 +37,9 @@ func (a *Authorizer) checkShape(req *Request, c *checked) contract.Reason {
 	if reason != "" {
 		return reason
 	}
-	c.token, c.k = token, a.reviewer.key(token)
-	c.cached, c.inCache = a.reviewer.cachedVerification(c.k)
-	c.held = c.inCache && a.verifier.holds(c.cached)
+	c.token, c.k = token, a.reviewer.Key(token)
+	c.cached, c.inCache = a.reviewer.CachedVerification(c.k)
+	c.held = c.inCache && a.verifier.Holds(c.cached)
 	// A held verification is of these very bytes (k is the HMAC of the
 	// whole token), which passed checkPayload before they were verified:
 	// its answer cannot have changed.
@@ -62,20 +64,20 @@ func (a *Authorizer) verifyLocally(ctx context.Context, deadline time.Time, c *c
 	}
 	if reason != "" {
 		d := Decision{Reason: reason, Detail: detail}
-		if detail == verifyExpired && ver != nil {
-			d.ClaimedNode = claimedNode(ver.claims) // an expired token: whose node did not refresh it
-			d.admissible = a.admissible(ver.claims, c.kind)
+		if detail == tokenverify.DetailExpired && ver != nil {
+			d.ClaimedNode = claimedNode(ver.Claims) // an expired token: whose node did not refresh it
+			d.admissible = a.admissible(ver.Claims, c.kind)
 		}
 		return d, false
 	}
 	c.ver = ver
-	if c.kind == pathRelay && ver.claims.secretBound() {
+	if c.kind == pathRelay && ver.Claims.SecretBound() {
 		return deny(contract.ReasonTokenSecretBound), false // before any TokenReview is spent on it
 	}
 	// The expiry of the verified claims (checkClaims requires one): it
 	// bounds the cache entry and becomes X-WireKube-Token-Expires.
-	c.exp = ver.claims.Expiry.Time().UTC()
-	if !a.admissible(ver.claims, c.kind) {
+	c.exp = ver.Claims.Expiry.Time().UTC()
+	if !a.admissible(ver.Claims, c.kind) {
 		// Before any API call: no rule admits this identity (prefilter.go).
 		return Decision{Reason: contract.ReasonIdentityNotAllowed, Detail: detailSubjectRefused}, false
 	}
@@ -86,9 +88,9 @@ func (a *Authorizer) verifyLocally(ctx context.Context, deadline time.Time, c *c
 // cannot answer, --on-review-unavailable and --on-review-throttled decide
 // what stands in. The answer must accept the token for the audience.
 func (a *Authorizer) reviewToken(ctx context.Context, deadline time.Time, c *checked) (Decision, bool) {
-	claims := c.ver.claims
+	claims := c.ver.Claims
 	var reason contract.Reason
-	c.rv, c.hit = a.reviewer.cachedReview(c.k)
+	c.rv, c.hit = a.reviewer.Cached(c.k)
 	if !c.hit {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		c.rv, c.hit, reason = a.reviewer.Review(rctx, c.k, c.token, c.exp, c.ver)
@@ -121,7 +123,7 @@ func (a *Authorizer) bindIdentity(req *Request, c *checked) Decision {
 	} else {
 		d = a.bindPeer(&c.rv, c.exp)
 		if !d.Allowed() && d.Peer == "" {
-			d.ClaimedNode = c.rv.nodeName // the log names the node of a refused binding
+			d.ClaimedNode = c.rv.NodeName // the log names the node of a refused binding
 		}
 		if d.Allowed() && !probeOnly(req.Subprotocols) {
 			d = a.checkKeyHolder(d)
@@ -132,6 +134,6 @@ func (a *Authorizer) bindIdentity(req *Request, c *checked) Decision {
 	}
 	d.CacheHit, d.Offline = c.hit, c.offline
 	d.ReviewOwed = c.owed && d.Allowed()
-	d.Identity = c.rv.username
+	d.Identity = c.rv.Username
 	return d
 }

@@ -34,7 +34,7 @@ type Config struct {
 	trustedProxies    []netip.Prefix
 	watchedNamespaces []string
 	peerEvents        bool
-	// Local verification, degraded mode and review gate (verify.go,
+	// Local verification, degraded mode and review gate (internal/tokenverify,
 	// offline.go, internal/reviewgate).
 	issuers        []string
 	jwksInterval   time.Duration

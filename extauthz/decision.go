@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
@@ -112,7 +114,7 @@ type Decision struct {
 }
 
 // claimedNode is the node name of verified claims, "" when none.
-func claimedNode(c *tokenClaims) string {
+func claimedNode(c *tokenverify.Claims) string {
 	if c == nil || c.Kubernetes.Node == nil {
 		return ""
 	}
@@ -198,16 +200,16 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 
 // checkReview maps a TokenReview answer (fresh or cached, positive or
 // negative: the same rule runs on both) to a deny reason.
-func checkReview(rv *review, token, audience string) contract.Reason {
+func checkReview(rv *tokenreview.Answer, token, audience string) contract.Reason {
 	switch {
-	case !rv.authenticated && claimsOtherAudience(token, audience):
+	case !rv.Authenticated && claimsOtherAudience(token, audience):
 		// kube-apiserver itself answers authenticated=false for a token
 		// issued for another audience. The unverified aud claim only
 		// picks the more helpful 401 reason; the token stays denied.
 		return contract.ReasonAudienceMismatch
-	case !rv.authenticated:
+	case !rv.Authenticated:
 		return contract.ReasonTokenInvalid
-	case !rv.hasAudience(audience):
+	case !rv.HasAudience(audience):
 		return contract.ReasonAudienceMismatch
 	}
 	return ""

@@ -39,7 +39,7 @@ func TestBurstOfNewTokensServedWithinRate(t *testing.T) {
 	if allowed.Load() != 5 || throttled.Load() != 15 || e.reviews.Load() != 5 {
 		t.Errorf("allowed %d, throttled %d, reviews %d; want 5, 15, 5", allowed.Load(), throttled.Load(), e.reviews.Load())
 	}
-	free, ids, queued := e.authz.reviewer.gate.Counts()
+	free, ids, queued := e.authz.reviewer.Gate().Counts()
 	if free != 16 { // Options.MaxInflightReviews' default
 		t.Errorf("%d in-flight slots free after every check answered, want 16", free)
 	}

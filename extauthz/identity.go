@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"slices"
 	"strings"
 	"time"
@@ -48,8 +49,8 @@ func (a *Authorizer) serviceAccountLive(sa nsName, uid string) bool {
 // rules (checkBound) run for every identity whose token names a Pod or a
 // Node, the per-peer ServiceAccounts included: a bound token is worth no
 // more than its bound object (docs/revocation.md#identities).
-func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
-	sa, ok := parseSAUsername(rv.username)
+func (a *Authorizer) bindPeer(rv *tokenreview.Answer, exp time.Time) Decision {
+	sa, ok := parseSAUsername(rv.Username)
 	if !ok {
 		return deny(contract.ReasonIdentityNotAllowed)
 	}
@@ -65,7 +66,7 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	default:
 		return deny(contract.ReasonIdentityNotAllowed)
 	}
-	if !a.serviceAccountLive(sa, rv.uid) {
+	if !a.serviceAccountLive(sa, rv.UID) {
 		return deny(contract.ReasonServiceAccountNotFound)
 	}
 	node, reason := a.checkBound(sa, rv)
@@ -82,26 +83,20 @@ func (a *Authorizer) bindPeer(rv *review, exp time.Time) Decision {
 	return a.peerDecision(peer, node, rv, exp)
 }
 
-// secretBound reports a token bound to a Secret (verified claims). Such a
-// token is refused on the relay path: TokenReview ends it when its Secret
-// is deleted, but extauthz cannot see that (it may not read Secrets), so a
-// cached review or a live session would outlive the Secret.
-func (c *tokenClaims) secretBound() bool { return c.Kubernetes.Secret != nil }
-
 // checkBound checks the objects a token is bound to against the informers:
 // the Pod (same UID, running under the token's ServiceAccount, not
 // Succeeded or Failed, scheduled, on the Node the token names) and the Node
 // (existing, with the UID the token names). It returns the node the token
 // is bound to: the Pod's node for a Pod-bound token, the Node of a
 // Node-bound token, "" for an unbound token.
-func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason) {
+func (a *Authorizer) checkBound(sa nsName, rv *tokenreview.Answer) (string, contract.Reason) {
 	switch {
-	case rv.podName != "":
-		pod, ok := a.objects.Pod(sa.ns, rv.podName)
+	case rv.PodName != "":
+		pod, ok := a.objects.Pod(sa.ns, rv.PodName)
 		switch {
 		case !ok:
 			return "", contract.ReasonPodNotFound
-		case rv.podUID == "" || string(pod.UID) != rv.podUID:
+		case rv.PodUID == "" || string(pod.UID) != rv.PodUID:
 			return "", contract.ReasonPodUIDMismatch
 		case pod.Spec.ServiceAccountName != sa.name:
 			return "", contract.ReasonPodServiceAccountMismatch
@@ -109,14 +104,14 @@ func (a *Authorizer) checkBound(sa nsName, rv *review) (string, contract.Reason)
 			return "", contract.ReasonPodTerminated
 		case pod.Spec.NodeName == "":
 			return "", contract.ReasonPodNotScheduled
-		case rv.nodeName != "" && pod.Spec.NodeName != rv.nodeName:
+		case rv.NodeName != "" && pod.Spec.NodeName != rv.NodeName:
 			return "", contract.ReasonNodeMismatch
 		}
 		// The Pod's Node must exist too: deleting a Node ends the Pod-bound
 		// sessions on it (the Pod object may outlive it for a while).
-		return pod.Spec.NodeName, a.checkNode(pod.Spec.NodeName, rv.nodeUID)
-	case rv.nodeName != "":
-		return rv.nodeName, a.checkNode(rv.nodeName, rv.nodeUID)
+		return pod.Spec.NodeName, a.checkNode(pod.Spec.NodeName, rv.NodeUID)
+	case rv.NodeName != "":
+		return rv.NodeName, a.checkNode(rv.NodeName, rv.NodeUID)
 	}
 	return "", ""
 }
@@ -143,7 +138,7 @@ func (a *Authorizer) checkNode(name, uid string) contract.Reason {
 // peerDecision looks up the peer's key and builds the allow answer.
 // node is the node the token is bound to (checkBound), recorded in the
 // binding so that a Node event re-judges the session.
-func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) Decision {
+func (a *Authorizer) peerDecision(peer, node string, rv *tokenreview.Answer, exp time.Time) Decision {
 	raw, ok := a.objects.PeerKey(peer)
 	if !ok {
 		return Decision{Reason: contract.ReasonPeerNotFound, Peer: peer}
@@ -170,7 +165,7 @@ func (a *Authorizer) peerDecision(peer, node string, rv *review, exp time.Time) 
 	hs := append(make([]Header, 0, 5+signedHeaders),
 		Header{contract.HeaderPeer, peer},
 		Header{contract.HeaderPublicKey, keyB64},
-		Header{contract.HeaderIdentity, rv.username},
+		Header{contract.HeaderIdentity, rv.Username},
 		Header{contract.HeaderTokenExpires, exp.UTC().Format(time.RFC3339)},
 		Header{contract.HeaderBinding, b.Format()})
 	return Decision{
@@ -197,13 +192,13 @@ func otherHolders(holders []string, peer string) []string {
 
 // allowListed applies the --authn-only-path rule: an allowlisted, still
 // existing ServiceAccount; only X-WireKube-Identity is set.
-func (a *Authorizer) allowListed(rv *review) Decision {
-	sa, ok := parseSAUsername(rv.username)
+func (a *Authorizer) allowListed(rv *tokenreview.Answer) Decision {
+	sa, ok := parseSAUsername(rv.Username)
 	if !ok || !a.cfg.allowSAs[sa] {
 		return deny(contract.ReasonIdentityNotAllowed)
 	}
-	if !a.serviceAccountLive(sa, rv.uid) {
+	if !a.serviceAccountLive(sa, rv.UID) {
 		return deny(contract.ReasonServiceAccountNotFound)
 	}
-	return Decision{Headers: []Header{{contract.HeaderIdentity, rv.username}}}
+	return Decision{Headers: []Header{{contract.HeaderIdentity, rv.Username}}}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
 	"testing"
 
@@ -90,8 +91,8 @@ func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	hub, err := newHub(env, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
 	st := revocationhub.NewStream()
-	moved := bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
+	moved := bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+		PodName: "agent-a", PodUID: podAUID, NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
 	st.Queue(revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
 	out := hub.Judge(st)
 	want := fmt.Sprintf("%v", []revocation.Op{{Kind: revocation.KindRevoke, ID: 7, Reason: string(contract.ReasonPeerKeyMoved)}})

@@ -56,6 +56,13 @@ type tokenSpec struct {
 	subject  string // default system:serviceaccount:ns:sa
 }
 
+// ref names a bound object in a token's kubernetes.io claim, as the
+// API server writes it.
+type ref struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
 // sign mints the token of s and records it for the suite's log grep.
 func (s tokenSpec) sign() string {
 	if s.key == nil {

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -16,7 +17,7 @@ func (p peerEvents) Refused(d Decision) {
 		return
 	}
 	p.rec.Refused(events.Refusal{Reason: d.Reason, Peer: d.Peer, KeyFingerprint: d.KeyFingerprint,
-		FirstHolder: d.firstHolder, ClaimedNode: d.ClaimedNode, TokenExpired: d.Detail == verifyExpired,
+		FirstHolder: d.firstHolder, ClaimedNode: d.ClaimedNode, TokenExpired: d.Detail == tokenverify.DetailExpired,
 		Admissible: d.admissible})
 }
 

@@ -1,6 +1,10 @@
 package extauthz
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
+)
 
 // detailSubjectRefused is the log detail of a token refused before any API
 // call because no configured rule admits the identity it names.
@@ -22,7 +26,7 @@ const detailSubjectRefused = "subject_not_admissible"
 // admitted: the prefilter never refuses what the rules after the review
 // would allow. It runs on every check, cache hits included, and allocates
 // nothing.
-func (a *Authorizer) admissible(c *tokenClaims, kind pathKind) bool {
+func (a *Authorizer) admissible(c *tokenverify.Claims, kind pathKind) bool {
 	if sa, ok := parseSAUsername(c.Subject); ok && a.admits(sa, kind) {
 		return true
 	}
@@ -45,28 +49,4 @@ func (a *Authorizer) admits(sa nsName, kind pathKind) bool {
 func (a *Authorizer) peerServiceAccount(sa nsName) bool {
 	return sa.ns == a.cfg.peerNamespace && len(sa.name) > len(a.cfg.peerPrefix) &&
 		strings.HasPrefix(sa.name, a.cfg.peerPrefix)
-}
-
-// identityKey names the identity a verified token speaks for, for the
-// per-identity share of the review gate: its subject and the Pod (else the
-// Node) it is bound to. Agents share one ServiceAccount but each is bound to
-// its own Pod, so each agent is an identity of its own; distinct tokens of
-// one ServiceAccount and Pod (a node minting tokens for its agent) are one.
-func identityKey(c *tokenClaims) string {
-	k := c.Kubernetes
-	switch {
-	case k.Pod != nil:
-		return c.Subject + "\x00pod\x00" + k.Pod.Name
-	case k.Node != nil:
-		return c.Subject + "\x00node\x00" + k.Node.Name
-	}
-	return c.Subject
-}
-
-// identity is identityKey of the verified claims; "" for none.
-func (v *verified) identity() string {
-	if v == nil || v.claims == nil {
-		return ""
-	}
-	return identityKey(v.claims)
 }

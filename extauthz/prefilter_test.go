@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -92,9 +94,9 @@ func TestPrefilterAgreesWithBindPeer(t *testing.T) {
 	}
 	for _, n := range names {
 		username := saUserPrefix + n.ns + ":" + n.name
-		rv := review{authenticated: true, audiences: []string{contract.DefaultAudience}, username: username, uid: "uid"}
+		rv := tokenreview.Answer{Authenticated: true, Audiences: []string{contract.DefaultAudience}, Username: username, UID: "uid"}
 		byRules := e.authz.bindPeer(&rv, e.clock.Now().Add(time.Hour)).Reason == contract.ReasonIdentityNotAllowed
-		c := &tokenClaims{}
+		c := &tokenverify.Claims{}
 		c.Subject = username
 		byPrefilter := !e.authz.admissible(c, pathRelay)
 		if byRules != byPrefilter {

@@ -30,19 +30,19 @@ func TestReviewCacheCappedAtTokenExp(t *testing.T) {
 			tok := e.answerToken(newToken(start.Add(tc.tokenLife)), static(podBound()))
 			wantReason(t, e.check(t, tok), contract.Reason(""))
 			r := e.authz.reviewer
-			entry, ok := r.cache.Peek(r.key(tok))
+			expires, ok := r.Expires(r.Key(tok))
 			if !ok {
 				t.Fatal("an accepted TokenReview was not cached")
 			}
-			if want := start.Add(tc.want); !entry.expires.Equal(want) {
-				t.Errorf("cached answer expires at %s, want %s", entry.expires, want)
+			if want := start.Add(tc.want); !expires.Equal(want) {
+				t.Errorf("cached answer expires at %s, want %s", expires, want)
 			}
 			e.clock.Advance(tc.want - time.Second)
-			if _, hit := r.cachedReview(r.key(tok)); !hit {
+			if _, hit := r.Cached(r.Key(tok)); !hit {
 				t.Errorf("no cached answer 1 s before %s", tc.want)
 			}
 			e.clock.Advance(time.Second)
-			if _, hit := r.cachedReview(r.key(tok)); hit {
+			if _, hit := r.Cached(r.Key(tok)); hit {
 				t.Errorf("a cached answer at %s", tc.want)
 			}
 		})

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
@@ -44,18 +46,18 @@ const (
 
 // followUp is a TokenReview owed for a session admitted without one.
 type followUp struct {
-	k       cacheKey
+	k       tokenreview.Key
 	token   string // held only until the review is made; never logged
 	exp     time.Time
-	ver     *verified
-	assumed review // what the verified claims said
+	ver     *tokenverify.Verified
+	assumed tokenreview.Answer // what the verified claims said
 	binding revocation.Binding
 	tries   int
 }
 
 // followUpIdentity is the identity a follow-up counts against in the
 // queue's per-identity share.
-func followUpIdentity(f *followUp) string { return f.ver.identity() }
+func followUpIdentity(f *followUp) string { return f.ver.Identity() }
 
 // newFollowUps builds the queue of --on-review-throttled=review-after; a
 // failed follow-up marks its binding's objects changed on notify.
@@ -95,17 +97,17 @@ func (a *Authorizer) RunReviewAfter(ctx context.Context) error {
 // the verified claims said. Fail closed: no answer after every try is a
 // revocation.
 func (a *Authorizer) followUp(ctx context.Context, f *followUp) {
-	rv, ok := a.reviewer.cachedReview(f.k)
+	rv, ok := a.reviewer.Cached(f.k)
 	var err error
 	if !ok {
 		rctx, cancel := context.WithTimeout(ctx, followUpWait)
-		rv, err = a.reviewer.fetchWithin(rctx, f.k, f.token, f.exp, f.ver, followUpWait)
+		rv, err = a.reviewer.FetchWithin(rctx, f.k, f.token, f.exp, f.ver, followUpWait)
 		cancel()
 	}
 	if ctx.Err() != nil {
 		return // shutting down: the streams end with the process
 	}
-	if errors.Is(err, errThrottled) && f.tries+1 < followUpTries {
+	if errors.Is(err, tokenreview.ErrThrottled) && f.tries+1 < followUpTries {
 		f.tries++
 		a.after.Add(f, true)
 		return
@@ -128,31 +130,31 @@ func (a *Authorizer) followUp(ctx context.Context, f *followUp) {
 // the verified claims named: the same ServiceAccount, and no field of the
 // bound Pod or Node (or the ServiceAccount's UID) that differs where both
 // name one (an API server before 1.30 names no node in the answer).
-func sameIdentity(got, assumed *review) bool {
+func sameIdentity(got, assumed *tokenreview.Answer) bool {
 	eq := func(g, a string) bool { return a == "" || g == "" || g == a }
-	return got.username == assumed.username && eq(got.uid, assumed.uid) &&
-		eq(got.podName, assumed.podName) && eq(got.podUID, assumed.podUID) &&
-		eq(got.nodeName, assumed.nodeName) && eq(got.nodeUID, assumed.nodeUID)
+	return got.Username == assumed.Username && eq(got.UID, assumed.UID) &&
+		eq(got.PodName, assumed.PodName) && eq(got.PodUID, assumed.PodUID) &&
+		eq(got.NodeName, assumed.NodeName) && eq(got.NodeUID, assumed.NodeUID)
 }
 
 // reviewThrottledAfter is the review-after fallback of a review_throttled
 // answer on the relay path: the review the verified claims stand for, when
 // the mode is on and the claims can be bound locally. Otherwise the reason
 // stands.
-func (a *Authorizer) reviewThrottledAfter(c *tokenClaims, kind pathKind, reason contract.Reason) (review, bool, contract.Reason) {
+func (a *Authorizer) reviewThrottledAfter(c *tokenverify.Claims, kind pathKind, reason contract.Reason) (tokenreview.Answer, bool, contract.Reason) {
 	if a.after == nil || reason != contract.ReasonReviewThrottled || kind != pathRelay {
-		return review{}, false, reason
+		return tokenreview.Answer{}, false, reason
 	}
-	rv, ok := c.offlineReview(a.cfg.audience)
+	rv, ok := offlineReview(c, a.cfg.audience)
 	if !ok {
-		return review{}, false, reason
+		return tokenreview.Answer{}, false, reason
 	}
 	return rv, true, ""
 }
 
 // oweReview queues the follow-up of an allow d made under review-after;
 // when the queue is full the allow becomes review_throttled.
-func (a *Authorizer) oweReview(d Decision, k cacheKey, token string, exp time.Time, ver *verified, rv *review) Decision {
+func (a *Authorizer) oweReview(d Decision, k tokenreview.Key, token string, exp time.Time, ver *tokenverify.Verified, rv *tokenreview.Answer) Decision {
 	if !d.Allowed() {
 		return d
 	}

@@ -99,7 +99,7 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if added, _ := st.Add(1, d.binding, 10); !added || !e.live.Join(st, 1) {
 				t.Fatal("the admitted binding not on a stream")
 			}
-			e.authz.reviewer.gate.SetRate(1e6) // the follow-up's turn comes
+			e.authz.reviewer.Gate().SetRate(1e6) // the follow-up's turn comes
 			f, ok := e.authz.after.Take(context.Background())
 			if !ok {
 				t.Fatal("no follow-up owed")

@@ -3,7 +3,6 @@ package extauthz
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
@@ -35,33 +35,6 @@ func refused() error {
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
 }
 
-func TestReviewFailCategory(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"deadline", fmt.Errorf("post: %w", context.DeadlineExceeded), reviewFailTimeout},
-		{"canceled", context.Canceled, reviewFailCanceled},
-		{"connection refused", refused(), reviewFailConnRefused},
-		{"429", apierrors.NewTooManyRequests("slow down", 1), reviewFailRateLimited},
-		{"403", apierrors.NewForbidden(tokenReviews, "", errors.New("rbac")), reviewFailForbidden},
-		{"401", apierrors.NewUnauthorized("who"), reviewFailUnauthorized},
-		{"500", apierrors.NewInternalError(errors.New("boom")), reviewFailServerError},
-		{"503", apierrors.NewServiceUnavailable("later"), reviewFailServerError},
-		{"504", apierrors.NewTimeoutError("slow", 1), reviewFailTimeout},
-		{"400", apierrors.NewBadRequest("no"), reviewFailOther},
-		{"plain error", errFakeAPI, reviewFailOther},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := reviewFailCategory(tt.err); got != tt.want {
-				t.Errorf("category %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestReviewFailuresCountedAndLogged: each failed TokenReview is counted
 // under its category and logged with it, the token nowhere in the line.
 func TestReviewFailuresCountedAndLogged(t *testing.T) {
@@ -69,17 +42,17 @@ func TestReviewFailuresCountedAndLogged(t *testing.T) {
 		err  error
 		want string
 	}{
-		{apierrors.NewTooManyRequests("slow down", 1), reviewFailRateLimited},
-		{apierrors.NewForbidden(tokenReviews, "", errors.New("rbac")), reviewFailForbidden},
-		{refused(), reviewFailConnRefused},
-		{apierrors.NewInternalError(errors.New("boom")), reviewFailServerError},
+		{apierrors.NewTooManyRequests("slow down", 1), tokenreview.FailRateLimited},
+		{apierrors.NewForbidden(tokenReviews, "", errors.New("rbac")), tokenreview.FailForbidden},
+		{refused(), tokenreview.FailConnRefused},
+		{apierrors.NewInternalError(errors.New("boom")), tokenreview.FailServerError},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			logs := &testutil.SyncBuffer{}
 			e := newEnvLogging(t, logs)
 			tok := e.answer(func(string) (authnv1.TokenReviewStatus, error) { return authnv1.TokenReviewStatus{}, tc.err })
 			wantReason(t, e.check(t, tok), contract.ReasonReviewUnavailable)
-			if n := promtest.ToFloat64(e.authz.metrics.reviewFailures.WithLabelValues(tc.want)); n != 1 {
+			if n := promtest.ToFloat64(e.authz.reviewer.Failures().WithLabelValues(tc.want)); n != 1 {
 				t.Errorf("token_review_failures_total{category=%q} = %v, want 1", tc.want, n)
 			}
 			line := logLine(t, logs.String(), "tokenreview failed")
@@ -119,7 +92,7 @@ func TestCanceledVsDeadline(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(suiteLog, nil)), Now: e.clock.Now, Keys: e.disc.fetch})
 	must(t, err)
 	must(t, authz.keys.Refresh(context.Background(), "periodic"))
-	failures := func(cat string) float64 { return promtest.ToFloat64(authz.metrics.reviewFailures.WithLabelValues(cat)) }
+	failures := func(cat string) float64 { return promtest.ToFloat64(authz.reviewer.Failures().WithLabelValues(cat)) }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Decision)
@@ -127,10 +100,10 @@ func TestCanceledVsDeadline(t *testing.T) {
 	<-api.started
 	cancel()
 	wantReason(t, <-done, contract.ResultCanceled)
-	if n := failures(reviewFailCanceled); n != 1 {
+	if n := failures(tokenreview.FailCanceled); n != 1 {
 		t.Errorf("failures{canceled} = %v, want 1", n)
 	}
-	if n := promtest.ToFloat64(authz.metrics.reviewOutage); n != 0 {
+	if n := promtest.ToFloat64(authz.reviewer.OutageGauge()); n != 0 {
 		t.Errorf("review_outage = %v after a client hang-up, want 0", n)
 	}
 	if n := promtest.ToFloat64(authz.metrics.checks.WithLabelValues("grpc", "deny", "canceled")); n != 1 {
@@ -142,8 +115,8 @@ func TestCanceledVsDeadline(t *testing.T) {
 	close(api.release)
 	// Both calls failed with their deadline: the shared call outlived the
 	// caller who hung up (others could have waited on it), then timed out.
-	testutil.Eventually(t, "the timed-out calls to be counted", func() bool { return failures(reviewFailTimeout) == 2 })
-	if n := failures(reviewFailCanceled); n != 1 {
+	testutil.Eventually(t, "the timed-out calls to be counted", func() bool { return failures(tokenreview.FailTimeout) == 2 })
+	if n := failures(tokenreview.FailCanceled); n != 1 {
 		t.Errorf("failures{canceled} = %v after a timeout, want still 1", n)
 	}
 }

@@ -3,6 +3,7 @@ package extauthz
 import (
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/relayproto"
@@ -13,10 +14,10 @@ import (
 // node checkBound resolved: for a Pod-bound token that names no Node (older
 // API servers) it is the Pod's node, so that deleting that Node re-judges
 // the binding; re-judging it then checks the same Pod-on-Node rule.
-func bindingOf(rv *review, node, peer string, key relayproto.Key) revocation.Binding {
+func bindingOf(rv *tokenreview.Answer, node, peer string, key relayproto.Key) revocation.Binding {
 	return revocation.Binding{
-		Identity: rv.username, SAUID: rv.uid,
-		PodName: rv.podName, PodUID: rv.podUID, NodeName: node, NodeUID: rv.nodeUID,
+		Identity: rv.Username, SAUID: rv.UID,
+		PodName: rv.PodName, PodUID: rv.PodUID, NodeName: node, NodeUID: rv.NodeUID,
 		Peer: peer, KeySHA256: revocation.KeyHash(key[:]),
 	}
 }
@@ -33,10 +34,10 @@ func (a *Authorizer) Rejudge(b revocation.Binding) contract.Reason {
 	if a.after != nil && a.after.Distrusted(b) {
 		return contract.ReasonTokenInvalid // its follow-up TokenReview failed (reviewafter.go)
 	}
-	rv := review{
-		authenticated: true, audiences: []string{a.cfg.audience},
-		username: b.Identity, uid: b.SAUID,
-		podName: b.PodName, podUID: b.PodUID, nodeName: b.NodeName, nodeUID: b.NodeUID,
+	rv := tokenreview.Answer{
+		Authenticated: true, Audiences: []string{a.cfg.audience},
+		Username: b.Identity, UID: b.SAUID,
+		PodName: b.PodName, PodUID: b.PodUID, NodeName: b.NodeName, NodeUID: b.NodeUID,
 	}
 	d := a.bindPeer(&rv, time.Time{})
 	if !d.Allowed() {

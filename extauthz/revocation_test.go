@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -28,25 +29,25 @@ var (
 )
 
 func podBinding() revocation.Binding {
-	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		podName: "agent-a", podUID: podAUID, nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
+	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+		PodName: "agent-a", PodUID: podAUID, NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func nodeBinding() revocation.Binding {
-	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		nodeName: "node-a", nodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
+	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+		NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func peerSABinding() revocation.Binding {
-	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
-		uid: "uid-sa-peer-b"}, "", "node-b", fixtureKeyB)
+	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+		UID: "uid-sa-peer-b"}, "", "node-b", fixtureKeyB)
 }
 
 // peerPodBinding is a per-peer ServiceAccount's Pod-bound token (Pod
 // peer-b-pod on node-a), as a projected token is.
 func peerPodBinding() revocation.Binding {
-	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
-		uid: "uid-sa-peer-b", podName: "peer-b-pod", podUID: "uid-pod-peer-b", nodeName: "node-a", nodeUID: nodeAUID},
+	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+		UID: "uid-sa-peer-b", PodName: "peer-b-pod", PodUID: "uid-pod-peer-b", NodeName: "node-a", NodeUID: nodeAUID},
 		"node-a", "node-b", fixtureKeyB)
 }
 
@@ -54,8 +55,8 @@ func peerPodBinding() revocation.Binding {
 // servers before the Pod's node info in tokens): admission recorded the
 // Pod's node.
 func podNoNodeBinding() revocation.Binding {
-	return bindingOf(&review{username: "system:serviceaccount:wirekube-system:wirekube-agent", uid: agentSAUID,
-		podName: "agent-a", podUID: podAUID}, "node-a", "node-a", fixtureKey)
+	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+		PodName: "agent-a", PodUID: podAUID}, "node-a", "node-a", fixtureKey)
 }
 
 // TestRejudge changes one object per case through the fake API and waits

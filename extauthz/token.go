@@ -85,7 +85,7 @@ var errNoExp = errors.New("token has no exp claim")
 // that could not be a ServiceAccount token's: not base64url JSON, or no
 // numeric exp. It reads no value the gateway acts on: the expiry, the
 // identity and the bound objects come from the verified claims only, whose
-// names verifier.verify checks (checkClaimNames). It runs on every check
+// names the token verifier checks (extauthz/internal/tokenverify). It runs on every check
 // whose token has no cached verification that still holds (a held one is of
 // the same bytes, which passed it before): a cache hit skips it.
 func checkPayload(token string) error {

@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
-	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
@@ -90,13 +91,13 @@ func mustDecode(s string) string {
 }
 
 // newTestVerifier is a verifier over the fake discovery's keys, loaded.
-func newTestVerifier(t testing.TB, disc *fakeDiscovery, now func() time.Time) *verifier {
+func newTestVerifier(t testing.TB, disc *fakeDiscovery, now func() time.Time) *tokenverify.Verifier {
 	t.Helper()
 	ks, err := jwks.New(jwks.Config{Fetch: disc.fetch, Interval: time.Hour, MinRefresh: 10 * time.Second, Now: now,
 		Log: slog.New(slog.NewJSONHandler(suiteLog, nil)), Reg: prometheus.NewRegistry()})
 	must(t, err)
 	must(t, ks.Refresh(context.Background(), "periodic"))
-	return &verifier{keys: ks, audience: contract.DefaultAudience, now: now}
+	return tokenverify.New(ks, contract.DefaultAudience, now)
 }
 
 func TestVerify(t *testing.T) {
@@ -110,30 +111,30 @@ func TestVerify(t *testing.T) {
 	}{
 		{"valid", "", ""},
 		{"no-kid", "", ""},
-		{"other-key", contract.ReasonTokenSignatureInvalid, verifySignature},
-		{"unknown-kid", contract.ReasonTokenSignatureInvalid, verifyKidUnkown},
-		{"no-kid-other-key", contract.ReasonTokenSignatureInvalid, verifySignature},
-		{"alg-none", contract.ReasonTokenSignatureInvalid, verifyParse},
-		{"alg-hs256", contract.ReasonTokenSignatureInvalid, verifyParse},
-		{"tampered", contract.ReasonTokenSignatureInvalid, verifySignature},
-		{"other-issuer", contract.ReasonTokenInvalid, verifyIssuer},
-		{"not-yet", contract.ReasonTokenInvalid, verifyNotYet},
-		{"no-aud", contract.ReasonAudienceMismatch, verifyAudience},
-		{"no-exp-claim", contract.ReasonTokenInvalid, verifyExpired},
-		{"expired-signed", contract.ReasonTokenInvalid, verifyExpired},
+		{"other-key", contract.ReasonTokenSignatureInvalid, tokenverify.DetailSignature},
+		{"unknown-kid", contract.ReasonTokenSignatureInvalid, tokenverify.DetailKidUnknown},
+		{"no-kid-other-key", contract.ReasonTokenSignatureInvalid, tokenverify.DetailSignature},
+		{"alg-none", contract.ReasonTokenSignatureInvalid, tokenverify.DetailParse},
+		{"alg-hs256", contract.ReasonTokenSignatureInvalid, tokenverify.DetailParse},
+		{"tampered", contract.ReasonTokenSignatureInvalid, tokenverify.DetailSignature},
+		{"other-issuer", contract.ReasonTokenInvalid, tokenverify.DetailIssuer},
+		{"not-yet", contract.ReasonTokenInvalid, tokenverify.DetailNotYet},
+		{"no-aud", contract.ReasonAudienceMismatch, tokenverify.DetailAudience},
+		{"no-exp-claim", contract.ReasonTokenInvalid, tokenverify.DetailExpired},
+		{"expired-signed", contract.ReasonTokenInvalid, tokenverify.DetailExpired},
 	}
 	if len(tests) != len(toks) {
 		t.Fatalf("%d cases for %d tokens", len(tests), len(toks))
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, reason, detail := v.verify(context.Background(), toks[tc.name])
+			c, reason, detail := v.Verify(context.Background(), toks[tc.name])
 			if reason != tc.reason || detail != tc.detail {
 				t.Fatalf("verify = %q (%s), want %q (%s)", reason, detail, tc.reason, tc.detail)
 			}
 			// Claims come with an allow, and with an expired token (whose
 			// node the log line and the Event name), never otherwise.
-			if (c != nil) != (tc.reason == "" || tc.detail == verifyExpired) {
+			if (c != nil) != (tc.reason == "" || tc.detail == tokenverify.DetailExpired) {
 				t.Errorf("claims %v with reason %q (%s)", c, reason, detail)
 			}
 		})
@@ -161,7 +162,7 @@ func TestVerifyLeeway(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, reason, detail := v.verify(context.Background(), tc.spec.sign()); reason != tc.want {
+			if _, reason, detail := v.Verify(context.Background(), tc.spec.sign()); reason != tc.want {
 				t.Fatalf("verify = %q (%s), want %q", reason, detail, tc.want)
 			}
 		})
@@ -236,8 +237,8 @@ func TestKeysNotLoaded(t *testing.T) {
 	if ks.Refresh(context.Background(), "periodic") == nil || ks.Loaded() {
 		t.Fatal("refresh succeeded against a failing API")
 	}
-	v := &verifier{keys: ks, audience: contract.DefaultAudience, now: clock.Now}
-	if _, reason, _ := v.verify(context.Background(), verifyTokens(clock.Now())["valid"]); reason != contract.ReasonReviewUnavailable {
+	v := tokenverify.New(ks, contract.DefaultAudience, clock.Now)
+	if _, reason, _ := v.Verify(context.Background(), verifyTokens(clock.Now())["valid"]); reason != contract.ReasonReviewUnavailable {
 		t.Fatalf("verify without keys = %q, want %s", reason, contract.ReasonReviewUnavailable)
 	}
 }
@@ -293,10 +294,10 @@ func FuzzVerify(f *testing.F) {
 	// One unknown-kid refresh now: with the clock still, no other runs, so
 	// the fuzzer never reaches the fake API.
 	ks.RefreshUnknown(context.Background())
-	v := &verifier{keys: ks, audience: contract.DefaultAudience, now: clock.Now}
+	v := tokenverify.New(ks, contract.DefaultAudience, clock.Now)
 	pub := &keyFor("test").priv.PublicKey
 	f.Fuzz(func(t *testing.T, tok string) {
-		c, reason, _ := v.verify(context.Background(), tok)
+		c, reason, _ := v.Verify(context.Background(), tok)
 		if reason == "" {
 			if c == nil {
 				t.Fatal("accepted without claims")
@@ -354,12 +355,12 @@ func TestVerifyRefusesAmbiguousClaims(t *testing.T) {
 		"exp":    fmt.Sprintf(`,"exp":%d`, exp.Add(24*time.Hour).Unix()),
 		"Issuer": `,"ISS":"https://other.example"`,
 	} {
-		c, reason, detail := e.authz.verifier.verify(context.Background(), signRaw(ambiguousPayload(exp, extra)))
-		if reason != contract.ReasonTokenMalformed || c != nil || detail != verifyClaims {
+		c, reason, detail := e.authz.verifier.Verify(context.Background(), signRaw(ambiguousPayload(exp, extra)))
+		if reason != contract.ReasonTokenMalformed || c != nil || detail != tokenverify.DetailClaims {
 			t.Errorf("%s: claims %v, reason %q (%s), want token_malformed (claims)", name, c, reason, detail)
 		}
 	}
-	if c, reason, _ := e.authz.verifier.verify(context.Background(), signRaw(ambiguousPayload(exp, ""))); reason != "" || !c.claims.Expiry.Time().Equal(exp.Truncate(time.Second)) {
+	if c, reason, _ := e.authz.verifier.Verify(context.Background(), signRaw(ambiguousPayload(exp, ""))); reason != "" || !c.Claims.Expiry.Time().Equal(exp.Truncate(time.Second)) {
 		t.Errorf("unambiguous payload: reason %q, claims %+v", reason, c)
 	}
 }

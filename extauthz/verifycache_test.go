@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -47,7 +48,7 @@ func TestCachedVerificationFollowsKeySet(t *testing.T) {
 			if n := e.reviews.Load(); n != 1 {
 				t.Errorf("%d TokenReviews, want 1 (the first check's)", n)
 			}
-			cached := e.authz.reviewer.cache.Contains(e.authz.reviewer.key(tok))
+			_, cached := e.authz.reviewer.Expires(e.authz.reviewer.Key(tok))
 			if tc.want == "" && (!d.CacheHit || !cached) {
 				t.Errorf("cache hit %v, answer cached %v: want both", d.CacheHit, cached)
 			}
@@ -65,18 +66,16 @@ func TestCachedAnswerChecksExp(t *testing.T) {
 	tok := e.answerToken(newToken(e.clock.Now().Add(10*time.Second)), static(podBound()))
 	wantReason(t, e.check(t, tok), "")
 	r := e.authz.reviewer
-	k := r.key(tok)
-	ent, ok := r.cache.Peek(k)
-	if !ok {
+	k := r.Key(tok)
+	if _, ok := r.Expires(k); !ok {
 		t.Fatal("answer not cached")
 	}
-	ent.expires = e.clock.Now().Add(time.Hour)
-	r.cache.Add(k, ent)
+	r.SetExpires(k, e.clock.Now().Add(time.Hour))
 	e.clock.Advance(10 * time.Second)
 	d := e.check(t, tok)
 	wantReason(t, d, contract.ReasonTokenInvalid)
-	if d.Detail != verifyExpired {
-		t.Errorf("detail %q, want %q", d.Detail, verifyExpired)
+	if d.Detail != tokenverify.DetailExpired {
+		t.Errorf("detail %q, want %q", d.Detail, tokenverify.DetailExpired)
 	}
 }
 
@@ -93,8 +92,8 @@ func TestCachedAnswerNeedsTheSameToken(t *testing.T) {
 	suiteTokens.Store(forged, true)
 	d := e.check(t, forged)
 	wantReason(t, d, contract.ReasonTokenSignatureInvalid)
-	if d.Detail != verifySignature {
-		t.Errorf("detail %q, want %q", d.Detail, verifySignature)
+	if d.Detail != tokenverify.DetailSignature {
+		t.Errorf("detail %q, want %q", d.Detail, tokenverify.DetailSignature)
 	}
 	if n := e.reviews.Load(); n != 1 {
 		t.Errorf("%d TokenReviews, want 1 (the genuine token's)", n)

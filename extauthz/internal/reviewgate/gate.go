@@ -22,7 +22,7 @@ import (
 // wire, and no slot stays free while a caller waits and a rate token is
 // due.
 //
-// Fairness is start-time fair queuing by identity (identityKey: a
+// Fairness is start-time fair queuing by identity (the verified claims' IdentityKey: a
 // ServiceAccount and the Pod or Node its token is bound to), every
 // identity of equal weight, as the API server's Priority and Fairness
 // queues its flows: each waiting call carries a virtual start tag, the

@@ -1,4 +1,4 @@
-package bridge
+package wsframe
 
 import (
 	"bytes"
@@ -38,6 +38,9 @@ func wsFrame(fin bool, op byte, payload []byte, mask []byte) []byte {
 
 var testMask = []byte{0x12, 0x34, 0x56, 0x78}
 
+// errCloseSeen ends decoding at a close frame, as the bridge's session does.
+var errCloseSeen = errors.New("test: client sent close")
+
 func TestParseWSHeader(t *testing.T) {
 	long := make([]byte, 70000)
 	tests := []struct {
@@ -49,20 +52,20 @@ func TestParseWSHeader(t *testing.T) {
 	}{
 		{"short", []byte{0x82}, 0, 0, false},
 		{"mask missing from input", []byte{0x82, 0x85, 1, 2}, 0, 0, false},
-		{"binary 5", wsFrame(true, opBinary, []byte("hello"), testMask), 6, 5, false},
-		{"16-bit length", wsFrame(true, opBinary, long[:300], testMask), 8, 300, false},
-		{"64-bit length", wsFrame(true, opBinary, long, testMask), 14, 70000, false},
-		{"unmasked", wsFrame(true, opBinary, []byte("x"), nil), 0, 0, true},
-		{"rsv1", append([]byte{0xC2}, wsFrame(true, opBinary, nil, testMask)[1:]...), 0, 0, true},
+		{"binary 5", wsFrame(true, OpBinary, []byte("hello"), testMask), 6, 5, false},
+		{"16-bit length", wsFrame(true, OpBinary, long[:300], testMask), 8, 300, false},
+		{"64-bit length", wsFrame(true, OpBinary, long, testMask), 14, 70000, false},
+		{"unmasked", wsFrame(true, OpBinary, []byte("x"), nil), 0, 0, true},
+		{"rsv1", append([]byte{0xC2}, wsFrame(true, OpBinary, nil, testMask)[1:]...), 0, 0, true},
 		{"opcode 3", wsFrame(true, 0x3, nil, testMask), 0, 0, true},
 		{"opcode 0xB", wsFrame(true, 0xB, nil, testMask), 0, 0, true},
-		{"fragmented ping", wsFrame(false, opPing, nil, testMask), 0, 0, true},
-		{"long ping", wsFrame(true, opPing, long[:126], testMask), 0, 0, true},
+		{"fragmented ping", wsFrame(false, OpPing, nil, testMask), 0, 0, true},
+		{"long ping", wsFrame(true, OpPing, long[:126], testMask), 0, 0, true},
 		{"length msb", append([]byte{0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0}, testMask...), 0, 0, true},
 	}
 	for _, tt := range tests {
 		h, n, err := parseWSHeader(tt.in)
-		if errors.Is(err, errWSProtocol) != tt.protoErr || n != tt.n || (n > 0 && h.length != tt.length) {
+		if errors.Is(err, ErrProtocol) != tt.protoErr || n != tt.n || (n > 0 && h.length != tt.length) {
 			t.Errorf("%s: n=%d length=%d err=%v; want n=%d length=%d protocol error %v",
 				tt.name, n, h.length, err, tt.n, tt.length, tt.protoErr)
 		}
@@ -75,15 +78,15 @@ func decodeAll(in []byte, chunk, dstSize int) ([]byte, []string, int, error) {
 	var out []byte
 	var controls []string
 	messages := 0
-	d := wsDecoder{
-		onControl: func(op byte, p []byte) error {
+	d := Decoder{
+		OnControl: func(op byte, p []byte) error {
 			controls = append(controls, string(rune('0'+op))+string(p))
-			if op == opClose {
-				return errClientClose
+			if op == OpClose {
+				return errCloseSeen
 			}
 			return nil
 		},
-		onMessage: func() error { messages++; return nil },
+		OnMessage: func() error { messages++; return nil },
 	}
 	var pending []byte
 	dst := make([]byte, dstSize)
@@ -92,7 +95,7 @@ func decodeAll(in []byte, chunk, dstSize int) ([]byte, []string, int, error) {
 		pending = append(pending, in[:k]...)
 		in = in[k:]
 		for {
-			used, wrote, err := d.decode(pending, dst)
+			used, wrote, err := d.Decode(pending, dst)
 			out = append(out, dst[:wrote]...)
 			pending = pending[used:]
 			if err != nil {
@@ -113,14 +116,14 @@ func decodeAll(in []byte, chunk, dstSize int) ([]byte, []string, int, error) {
 // stream at its start, the undecoded bytes after it, chunk bytes arriving
 // at a time. It returns the payload stream.
 func decodeInPlace(in []byte, chunk int) ([]byte, error) {
-	d := wsDecoder{
-		onControl: func(op byte, p []byte) error {
-			if op == opClose {
-				return errClientClose
+	d := Decoder{
+		OnControl: func(op byte, p []byte) error {
+			if op == OpClose {
+				return errCloseSeen
 			}
 			return nil
 		},
-		onMessage: func() error { return nil },
+		OnMessage: func() error { return nil },
 	}
 	buf := make([]byte, len(in)+1)
 	var out []byte
@@ -129,7 +132,7 @@ func decodeInPlace(in []byte, chunk int) ([]byte, error) {
 		k := copy(buf[n:], in[:min(chunk, len(in))])
 		in, n = in[k:], n+k
 		start := inLen
-		used, wrote, err := d.decode(buf[start:n], buf[start:])
+		used, wrote, err := d.Decode(buf[start:n], buf[start:])
 		inLen += wrote
 		// The "filter" takes a multiple of 3 bytes, leaving a tail behind
 		// like an incomplete frame.
@@ -155,20 +158,20 @@ func TestWSDecoder(t *testing.T) {
 		messages int
 		err      error
 	}{
-		{"one message", wsFrame(true, opBinary, []byte("abc"), testMask), []byte("abc"), 0, 1, nil},
-		{"fragments with a ping between", cat(wsFrame(false, opBinary, []byte("ab"), testMask),
-			wsFrame(true, opPing, []byte("p"), testMask), wsFrame(false, opContinuation, []byte("cd"), testMask),
-			wsFrame(true, opContinuation, []byte("e"), testMask)), []byte("abcde"), 1, 1, nil},
-		{"two messages", cat(wsFrame(true, opBinary, []byte("ab"), testMask), wsFrame(true, opBinary, []byte("cd"), testMask)),
+		{"one message", wsFrame(true, OpBinary, []byte("abc"), testMask), []byte("abc"), 0, 1, nil},
+		{"fragments with a ping between", cat(wsFrame(false, OpBinary, []byte("ab"), testMask),
+			wsFrame(true, OpPing, []byte("p"), testMask), wsFrame(false, OpContinuation, []byte("cd"), testMask),
+			wsFrame(true, OpContinuation, []byte("e"), testMask)), []byte("abcde"), 1, 1, nil},
+		{"two messages", cat(wsFrame(true, OpBinary, []byte("ab"), testMask), wsFrame(true, OpBinary, []byte("cd"), testMask)),
 			[]byte("abcd"), 0, 2, nil},
-		{"big message", wsFrame(true, opBinary, big, testMask), big, 0, 1, nil},
-		{"empty message", wsFrame(true, opBinary, nil, testMask), nil, 0, 1, nil},
-		{"text", wsFrame(true, opText, []byte("hi"), testMask), nil, 0, 0, errWSText},
-		{"continuation first", wsFrame(true, opContinuation, []byte("x"), testMask), nil, 0, 0, errWSProtocol},
-		{"binary inside fragmented", cat(wsFrame(false, opBinary, []byte("a"), testMask),
-			wsFrame(true, opBinary, []byte("b"), testMask)), []byte("a"), 0, 1, errWSProtocol},
-		{"close stops", cat(wsFrame(true, opBinary, []byte("a"), testMask), wsFrame(true, opClose, []byte{3, 232}, testMask),
-			wsFrame(true, opBinary, []byte("b"), testMask)), []byte("a"), 1, 1, errClientClose},
+		{"big message", wsFrame(true, OpBinary, big, testMask), big, 0, 1, nil},
+		{"empty message", wsFrame(true, OpBinary, nil, testMask), nil, 0, 1, nil},
+		{"text", wsFrame(true, OpText, []byte("hi"), testMask), nil, 0, 0, ErrText},
+		{"continuation first", wsFrame(true, OpContinuation, []byte("x"), testMask), nil, 0, 0, ErrProtocol},
+		{"binary inside fragmented", cat(wsFrame(false, OpBinary, []byte("a"), testMask),
+			wsFrame(true, OpBinary, []byte("b"), testMask)), []byte("a"), 0, 1, ErrProtocol},
+		{"close stops", cat(wsFrame(true, OpBinary, []byte("a"), testMask), wsFrame(true, OpClose, []byte{3, 232}, testMask),
+			wsFrame(true, OpBinary, []byte("b"), testMask)), []byte("a"), 1, 1, errCloseSeen},
 	}
 	for _, tt := range tests {
 		for _, chunk := range []int{1, 3, 64, 1 << 20} {
@@ -193,24 +196,24 @@ func TestWSDecoder(t *testing.T) {
 // never panics and never yields more bytes than it holds.
 func FuzzWSDecode(f *testing.F) {
 	f.Add([]byte("hello world"), uint8(3), uint8(5), []byte{0x82, 0x80, 1, 2, 3, 4})
-	f.Add(bytes.Repeat([]byte{7}, 300), uint8(100), uint8(1), wsFrame(true, opText, []byte("x"), testMask))
+	f.Add(bytes.Repeat([]byte{7}, 300), uint8(100), uint8(1), wsFrame(true, OpText, []byte("x"), testMask))
 	// Client close frames: valid, 1-byte, invalid code, reason not UTF-8.
-	f.Add([]byte("x"), uint8(0), uint8(2), wsFrame(true, opClose, []byte{0x03, 0xe8, 'o', 'k'}, testMask))
-	f.Add([]byte("x"), uint8(1), uint8(0), wsFrame(true, opClose, []byte{0x03}, testMask))
-	f.Add([]byte("x"), uint8(2), uint8(1), wsFrame(true, opClose, []byte{0x13, 0x88}, testMask))
-	f.Add([]byte("x"), uint8(4), uint8(9), wsFrame(true, opClose, []byte{0x03, 0xe8, 0xff}, testMask))
+	f.Add([]byte("x"), uint8(0), uint8(2), wsFrame(true, OpClose, []byte{0x03, 0xe8, 'o', 'k'}, testMask))
+	f.Add([]byte("x"), uint8(1), uint8(0), wsFrame(true, OpClose, []byte{0x03}, testMask))
+	f.Add([]byte("x"), uint8(2), uint8(1), wsFrame(true, OpClose, []byte{0x13, 0x88}, testMask))
+	f.Add([]byte("x"), uint8(4), uint8(9), wsFrame(true, OpClose, []byte{0x03, 0xe8, 0xff}, testMask))
 	f.Fuzz(func(t *testing.T, payload []byte, frag, chunk uint8, arbitrary []byte) {
 		var in []byte
 		fragSize := int(frag) + 1
 		for i, first := 0, true; first || i < len(payload); first = false {
 			end := min(i+fragSize, len(payload))
-			op := byte(opContinuation)
+			op := byte(OpContinuation)
 			if first {
-				op = opBinary
+				op = OpBinary
 			}
 			in = append(in, wsFrame(end == len(payload), op, payload[i:end], []byte{frag, chunk, 3, 4})...)
 			if frag%3 == 0 {
-				in = append(in, wsFrame(true, opPing, payload[i:min(end, i+10)], testMask)...)
+				in = append(in, wsFrame(true, OpPing, payload[i:min(end, i+10)], testMask)...)
 			}
 			i = end
 		}

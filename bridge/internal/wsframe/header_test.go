@@ -1,4 +1,4 @@
-package bridge
+package wsframe
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ func TestAppendServerHeader(t *testing.T) {
 		{65536, []byte{0x82, 127, 0, 0, 0, 0, 0, 1, 0, 0}},
 		{65541, []byte{0x82, 127, 0, 0, 0, 0, 0, 1, 0, 5}},
 	} {
-		if got := appendServerHeader(nil, tt.n); !bytes.Equal(got, tt.want) {
+		if got := AppendServerHeader(nil, tt.n); !bytes.Equal(got, tt.want) {
 			t.Errorf("%d bytes: header %x, want %x", tt.n, got, tt.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package bridge
+package wsframe
 
 import (
 	"bytes"
@@ -32,18 +32,18 @@ func FuzzUnmask(f *testing.F) {
 				t.Fatalf("%s: got %x (phase %d), want %x (phase %d)", name, got, pos, want, wantPos)
 			}
 		}
-		d := wsDecoder{mask: m, maskPos: int(phase)}
+		d := Decoder{mask: m, maskPos: int(phase)}
 		out := make([]byte, len(src))
 		d.unmask(out, src)
 		check("other buffer", out, d.maskPos)
 
 		buf := append(make([]byte, int(gap)), src...)
-		d = wsDecoder{mask: m, maskPos: int(phase)}
+		d = Decoder{mask: m, maskPos: int(phase)}
 		d.unmask(buf[:len(src)], buf[gap:])
 		check(fmt.Sprintf("moved left by %d", gap), buf[:len(src)], d.maskPos)
 
 		in := append([]byte(nil), src...)
-		d = wsDecoder{mask: m, maskPos: int(phase)}
+		d = Decoder{mask: m, maskPos: int(phase)}
 		k := min(int(cut), len(in))
 		d.unmask(in[:k], in[:k])
 		d.unmask(in[k:], in[k:])
@@ -62,7 +62,7 @@ func TestUnmaskMatchesReference(t *testing.T) {
 			want := make([]byte, n)
 			wantPos := unmaskReference(want, src[:n], m, phase)
 			got := make([]byte, n)
-			d := wsDecoder{mask: m, maskPos: phase}
+			d := Decoder{mask: m, maskPos: phase}
 			d.unmask(got, src[:n])
 			if !bytes.Equal(got, want) || d.maskPos != wantPos {
 				t.Fatalf("length %d phase %d: differs from the reference", n, phase)
@@ -76,7 +76,7 @@ func BenchmarkUnmask(b *testing.B) {
 		src := make([]byte, n)
 		b.Run(fmt.Sprintf("in_place_%d", n), func(b *testing.B) {
 			b.SetBytes(int64(n))
-			d := wsDecoder{mask: [4]byte{1, 2, 3, 4}}
+			d := Decoder{mask: [4]byte{1, 2, 3, 4}}
 			for b.Loop() {
 				d.unmask(src, src)
 			}

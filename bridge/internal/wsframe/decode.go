@@ -1,4 +1,9 @@
-package bridge
+// Package wsframe is the WebSocket frame format the bridge reads and
+// writes itself (RFC 6455): a client's frames decoded into the payload
+// stream of its binary messages, unmasked in place, its close payload
+// checked, and the header of a server's binary frame. It imports nothing
+// of the bridge; every client byte it reads is untrusted (fuzzed).
+package wsframe
 
 import (
 	"encoding/binary"
@@ -9,19 +14,19 @@ import (
 
 // WebSocket opcodes (RFC 6455 section 5.2).
 const (
-	opContinuation = 0x0
-	opText         = 0x1
-	opBinary       = 0x2
-	opClose        = 0x8
-	opPing         = 0x9
-	opPong         = 0xA
+	OpContinuation = 0x0
+	OpText         = 0x1
+	OpBinary       = 0x2
+	OpClose        = 0x8
+	OpPing         = 0x9
+	OpPong         = 0xA
 )
 
-// errWSProtocol marks a client frame that breaks RFC 6455 (close 1002).
-var errWSProtocol = errors.New("bridge: websocket protocol error")
+// ErrProtocol marks a client frame that breaks RFC 6455 (close 1002).
+var ErrProtocol = errors.New("wsframe: websocket protocol error")
 
-// errWSText marks a text message (close 1003).
-var errWSText = errors.New("bridge: text message")
+// ErrText marks a text message (close 1003).
+var ErrText = errors.New("wsframe: text message")
 
 // wsHeader is a decoded client frame header.
 type wsHeader struct {
@@ -43,9 +48,9 @@ func parseWSHeader(p []byte) (wsHeader, int, error) {
 	h := wsHeader{fin: p[0]&0x80 != 0, op: p[0] & 0x0F}
 	switch {
 	case p[0]&0x70 != 0:
-		return h, 0, fmt.Errorf("%w: reserved bits set", errWSProtocol)
+		return h, 0, fmt.Errorf("%w: reserved bits set", ErrProtocol)
 	case p[1]&0x80 == 0:
-		return h, 0, fmt.Errorf("%w: client frame not masked", errWSProtocol)
+		return h, 0, fmt.Errorf("%w: client frame not masked", ErrProtocol)
 	}
 	n, size := 2, uint64(p[1]&0x7F)
 	switch size {
@@ -63,49 +68,53 @@ func parseWSHeader(p []byte) (wsHeader, int, error) {
 	case 10:
 		size = binary.BigEndian.Uint64(p[2:10])
 		if size>>63 != 0 {
-			return h, 0, fmt.Errorf("%w: length over 2^63", errWSProtocol)
+			return h, 0, fmt.Errorf("%w: length over 2^63", ErrProtocol)
 		}
 	}
 	h.length = size
 	copy(h.mask[:], p[n:n+4])
 	switch h.op {
-	case opContinuation, opText, opBinary:
-	case opClose, opPing, opPong:
+	case OpContinuation, OpText, OpBinary:
+	case OpClose, OpPing, OpPong:
 		if !h.fin || h.length > 125 {
-			return h, 0, fmt.Errorf("%w: fragmented or long control frame", errWSProtocol)
+			return h, 0, fmt.Errorf("%w: fragmented or long control frame", ErrProtocol)
 		}
 	default:
-		return h, 0, fmt.Errorf("%w: opcode %#x", errWSProtocol, h.op)
+		return h, 0, fmt.Errorf("%w: opcode %#x", ErrProtocol, h.op)
 	}
 	return h, n + 4, nil
 }
 
-// wsDecoder turns the client's WebSocket frames into the payload byte
+// Decoder turns the client's WebSocket frames into the payload byte
 // stream of its binary messages. Not safe for concurrent use.
-type wsDecoder struct {
+type Decoder struct {
 	remaining uint64 // payload bytes left in the current data frame
 	mask      [4]byte
 	maskPos   int
 	inMessage bool // a message continues in later frames
-	discard   bool // the current data frame's payload is dropped
-	// onControl handles a whole, unmasked control frame; onMessage is told
-	// of each new binary message. Either may end decoding with an error.
-	onControl func(op byte, payload []byte) error
-	onMessage func() error
+	// Discard drops the payload of data frames (consumed, not written)
+	// from the next Decode on: the session has ended and reads on only to
+	// its close.
+	Discard bool
+	// OnControl handles a whole, unmasked control frame; OnMessage is told
+	// of each new binary message (nil: not told). Either may end decoding
+	// with an error.
+	OnControl func(op byte, payload []byte) error
+	OnMessage func() error
 }
 
-// decode consumes frames from p and unmasks binary message payload into
+// Decode consumes frames from p and unmasks binary message payload into
 // dst. It stops when p is used up, when dst is full or when the rest of p
 // is an incomplete header or control frame, and returns how many bytes of
 // p it consumed and of dst it wrote. Control frame payloads are unmasked
 // in place in p. dst may start where p starts (decoding in place): the
 // payload is then written at or before where it was read, never over
 // bytes not yet consumed.
-func (d *wsDecoder) decode(p, dst []byte) (consumed, written int, err error) {
+func (d *Decoder) Decode(p, dst []byte) (consumed, written int, err error) {
 	for consumed < len(p) {
 		if d.remaining > 0 {
 			k := min(d.remaining, uint64(len(p)-consumed))
-			if !d.discard {
+			if !d.Discard {
 				k = min(k, uint64(len(dst)-written))
 				if k == 0 {
 					return consumed, written, nil
@@ -121,14 +130,14 @@ func (d *wsDecoder) decode(p, dst []byte) (consumed, written int, err error) {
 		if err != nil || n == 0 {
 			return consumed, written, err
 		}
-		if h.op >= opClose {
+		if h.op >= OpClose {
 			if uint64(len(p)-consumed-n) < h.length {
 				return consumed, written, nil
 			}
 			payload := p[consumed+n : consumed+n+int(h.length)]
 			maskInPlace(payload, h.mask)
 			consumed += n + int(h.length)
-			if err := d.onControl(h.op, payload); err != nil {
+			if err := d.OnControl(h.op, payload); err != nil {
 				return consumed, written, err
 			}
 			continue
@@ -142,16 +151,16 @@ func (d *wsDecoder) decode(p, dst []byte) (consumed, written int, err error) {
 }
 
 // startData checks a data frame against the message in progress.
-func (d *wsDecoder) startData(h wsHeader) error {
+func (d *Decoder) startData(h wsHeader) error {
 	switch {
-	case h.op == opContinuation && !d.inMessage:
-		return fmt.Errorf("%w: continuation without a message", errWSProtocol)
-	case h.op != opContinuation && d.inMessage:
-		return fmt.Errorf("%w: new message inside a fragmented one", errWSProtocol)
-	case h.op == opText:
-		return errWSText
-	case h.op == opBinary && d.onMessage != nil:
-		if err := d.onMessage(); err != nil {
+	case h.op == OpContinuation && !d.inMessage:
+		return fmt.Errorf("%w: continuation without a message", ErrProtocol)
+	case h.op != OpContinuation && d.inMessage:
+		return fmt.Errorf("%w: new message inside a fragmented one", ErrProtocol)
+	case h.op == OpText:
+		return ErrText
+	case h.op == OpBinary && d.OnMessage != nil:
+		if err := d.OnMessage(); err != nil {
 			return err
 		}
 	}
@@ -166,7 +175,7 @@ func (d *wsDecoder) startData(h wsHeader) error {
 // unmasks in place, closing the gaps the frame headers leave): each word is
 // read before the bytes it covers are written, so a write never clobbers
 // input not yet read.
-func (d *wsDecoder) unmask(dst, src []byte) {
+func (d *Decoder) unmask(dst, src []byte) {
 	n, pos := len(src), d.maskPos&3
 	dst = dst[:n]
 	var m [8]byte
@@ -197,31 +206,31 @@ func maskInPlace(b []byte, mask [4]byte) {
 	}
 }
 
-// parseClientClose checks a client's close frame payload (RFC 6455 section
+// ParseClientClose checks a client's close frame payload (RFC 6455 section
 // 5.5.1 and 7.4) and returns the status code to echo. An empty payload has
 // no code (1005, echoed as an empty close). A 1-byte payload, a code no
 // endpoint may send and a reason that is not UTF-8 are protocol errors
 // (close 1002).
-func parseClientClose(payload []byte) (int, error) {
+func ParseClientClose(payload []byte) (int, error) {
 	switch len(payload) {
 	case 0:
-		return closeNoStatus, nil
+		return CloseNoStatus, nil
 	case 1:
-		return 0, fmt.Errorf("%w: 1-byte close payload", errWSProtocol)
+		return 0, fmt.Errorf("%w: 1-byte close payload", ErrProtocol)
 	}
 	code := int(binary.BigEndian.Uint16(payload))
 	if !validCloseCode(code) {
-		return 0, fmt.Errorf("%w: close code %d", errWSProtocol, code)
+		return 0, fmt.Errorf("%w: close code %d", ErrProtocol, code)
 	}
 	if !utf8.Valid(payload[2:]) {
-		return 0, fmt.Errorf("%w: close reason is not UTF-8", errWSProtocol)
+		return 0, fmt.Errorf("%w: close reason is not UTF-8", ErrProtocol)
 	}
 	return code, nil
 }
 
-// closeNoStatus (1005) is the code for a close frame without one; it is
+// CloseNoStatus (1005) is the code for a close frame without one; it is
 // never sent on the wire.
-const closeNoStatus = 1005
+const CloseNoStatus = 1005
 
 // validCloseCode reports whether a peer may send code in a close frame:
 // the defined codes 1000-1003 and 1007-1011, the IANA-registered 1012-1014,
@@ -234,5 +243,19 @@ func validCloseCode(code int) bool {
 		return true
 	default:
 		return code >= 3000 && code <= 4999
+	}
+}
+
+// AppendServerHeader appends the header of a final, unmasked binary frame
+// of n payload bytes (RFC 6455 section 5.2).
+func AppendServerHeader(b []byte, n int) []byte {
+	b = append(b, 0x80|OpBinary)
+	switch {
+	case n < 126:
+		return append(b, byte(n))
+	case n <= 0xFFFF:
+		return binary.BigEndian.AppendUint16(append(b, 126), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 127), uint64(n))
 	}
 }

@@ -1,4 +1,4 @@
-package extauthz
+package tokenverify
 
 import (
 	"bytes"
