@@ -27,21 +27,7 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 		o := DefaultOptions()
 		o.IdentityKeysFile, o.IdentityKeysReloadInterval = path, 10*time.Second
 		logs, reg := &testutil.SyncBuffer{}, prometheus.NewRegistry()
-		kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(logs), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(logs), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		verify := func(key ed25519.PrivateKey) contract.Reason {
-			h := signHeaders(identity(testKey(1)), key, time.Now())
-			r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
-				PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
-				TokenExpires: h.Get(contract.HeaderTokenExpires)})
-			return r
-		}
+		kr, verify := reloadingVerifier(t, o, logs, reg)
 		if r := verify(dropped); r != "" {
 			t.Fatalf("before the drop: %q, want admitted", r)
 		}
@@ -87,21 +73,7 @@ func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
 		o := DefaultOptions()
 		o.IdentityKeysFile = path
 		reg := prometheus.NewRegistry()
-		kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(&testutil.SyncBuffer{}), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(&testutil.SyncBuffer{}), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		verify := func(key ed25519.PrivateKey) contract.Reason {
-			h := signHeaders(identity(testKey(1)), key, time.Now())
-			r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
-				PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
-				TokenExpires: h.Get(contract.HeaderTokenExpires)})
-			return r
-		}
+		kr, verify := reloadingVerifier(t, o, &testutil.SyncBuffer{}, reg)
 		if r := verify(first); r != "" {
 			t.Fatalf("the first key: %q, want admitted", r)
 		}
@@ -121,4 +93,26 @@ func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
 			t.Errorf("lookup reads = %v, want 2 (the first read and the published key's)", n)
 		}
 	})
+}
+
+// reloadingVerifier builds the bridge's key reloader and signature check
+// for o, and returns what the check answers for identity headers signed by
+// a key ("" when admitted).
+func reloadingVerifier(t *testing.T, o Options, logs *testutil.SyncBuffer, reg *prometheus.Registry) (*keyReloader, func(ed25519.PrivateKey) contract.Reason) {
+	t.Helper()
+	kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(logs), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(logs), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr, func(key ed25519.PrivateKey) contract.Reason {
+		h := signHeaders(identity(testKey(1)), key, time.Now())
+		r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
+			PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
+			TokenExpires: h.Get(contract.HeaderTokenExpires)})
+		return r
+	}
 }
