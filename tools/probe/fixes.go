@@ -97,6 +97,7 @@ var fixes = map[contract.Reason]string{
 	contract.ResultClientGone:        "the client connection dropped without a close frame: check the network and any proxy idle timeout between client and gateway",
 	contract.ResultClientWriteFailed: "the gateway could not write to the client within --write-timeout: the client or the path to it is too slow; only that session ended",
 	contract.ResultAllowed:           "nothing to fix: the check allowed the request (every other reason is a deny)",
+	contract.ResultBounced:           "nothing to fix on the agent: the replica it reached is past its full mark and sent it elsewhere (close 1013 replica_full); it redials in 1 s. Add replicas if it keeps happening (wirekube_extauthz_checks_total{result=\"bounce\"})",
 	contract.ResultCanceled:          "the proxy or client hung up before the check finished: no answer was sent; frequent ones mean the proxy's ext_authz timeout is below --check-timeout",
 
 	// A live session whose authorization ended (docs/revocation.md).
