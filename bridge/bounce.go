@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -56,20 +54,7 @@ func (s *Server) drawBounce() bool {
 	if s.cfg.FullBounce != "" && s.cfg.FullBounce != BounceByBridge {
 		return false
 	}
-	r := s.roomNow()
-	if r.Full() || r.Draining {
-		return false
-	}
-	share := r.Share()
-	return share > 0 && s.dice() < share
-}
-
-// dice is the bounce draw's random source: uniform in [0, 1).
-func (s *Server) dice() float64 {
-	if s.bounceDice != nil {
-		return s.bounceDice()
-	}
-	return rand.Float64()
+	return s.roomNow().Bounces(s.bounceDice)
 }
 
 // errBounceWithIdentity: a bounce answer with an identity header, or its
@@ -117,11 +102,8 @@ func (s *Server) bounce(w http.ResponseWriter, r *http.Request, id peerIdentity,
 	}
 	defer ws.Close()
 	s.metrics.bounced.WithLabelValues(by).Inc()
-	ce := closeWith(websocket.CloseTryAgainLater, contract.CloseReplicaFull, nil)
-	deadline := time.Now().Add(min(s.cfg.WriteTimeout, s.closeGrace))
-	if ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(ce.code, string(ce.reason)), deadline) == nil {
-		s.lingerBounce(ws, deadline)
-	}
+	ws.SetReadLimit(lingerLimit)
+	s.closeLingering(ws, closeWith(websocket.CloseTryAgainLater, contract.CloseReplicaFull, nil), s.holdBounceLinger)
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "bounced", slog.String("reason", string(contract.CloseReplicaFull)),
 		slog.String("decided_by", by), slog.String("peer", id.Peer), slog.String("request_id", id.RequestID),
 		slog.String("client_address", id.ClientAddress), slog.String("remote", r.RemoteAddr))
@@ -131,21 +113,12 @@ func (s *Server) bounce(w http.ResponseWriter, r *http.Request, id peerIdentity,
 // their client's close answer; past it a bounce closes at once.
 const maxBounceLingers = 1024
 
-// lingerBounce waits until deadline for the client's answer to the close
-// frame (or its EOF), reading and dropping at most lingerLimit bytes, so
-// that the close frame is not lost to a reset: the agent would read 1006,
-// and a front would see a reset rather than a close.
-func (s *Server) lingerBounce(ws *websocket.Conn, deadline time.Time) {
+// holdBounceLinger counts one bounced connection waiting for its client's
+// close answer, or refuses past maxBounceLingers.
+func (s *Server) holdBounceLinger() (release func(), ok bool) {
 	if s.bounceLingers.Add(1) > maxBounceLingers {
 		s.bounceLingers.Add(-1)
-		return
+		return nil, false
 	}
-	defer s.bounceLingers.Add(-1)
-	ws.SetReadLimit(lingerLimit)
-	_ = ws.SetReadDeadline(deadline)
-	for {
-		if _, _, err := ws.NextReader(); err != nil {
-			return
-		}
-	}
+	return func() { s.bounceLingers.Add(-1) }, true
 }

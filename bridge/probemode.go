@@ -60,17 +60,28 @@ func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, 
 	if ce.code == 0 {
 		return
 	}
+	// The linger counts against the peer (probelimit.go): past its share
+	// the probe closes at once.
+	s.closeLingering(ws, ce, func() (func(), bool) {
+		return func() { s.peers.endLinger(id.Peer) }, s.peers.startLinger(id.Peer)
+	})
+}
+
+// closeLingering sends ce's close frame and, when hold grants it, waits
+// until the close grace (or --write-timeout, the shorter) for the client's
+// close answer or EOF, so that the frame is not lost to a reset (closing
+// with unread client bytes makes Linux send RST). hold bounds how many wait
+// at once; release is called when the wait ends.
+func (s *Server) closeLingering(ws *websocket.Conn, ce *closeError, hold func() (release func(), ok bool)) {
 	deadline := time.Now().Add(min(s.cfg.WriteTimeout, s.closeGrace))
 	if ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(ce.code, string(ce.reason)), deadline) != nil {
 		return
 	}
-	// Lingering close: wait for the client's close (or EOF) so the close
-	// frame is not lost to an RST. The linger counts against the peer
-	// (probelimit.go): past its share the probe closes at once.
-	if !s.peers.startLinger(id.Peer) {
+	release, ok := hold()
+	if !ok {
 		return
 	}
-	defer s.peers.endLinger(id.Peer)
+	defer release()
 	_ = ws.SetReadDeadline(deadline)
 	for {
 		if _, _, err := ws.NextReader(); err != nil {

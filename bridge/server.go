@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,7 +48,7 @@ type Server struct {
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
-	bounceDice    func() float64        // nil: math/rand (bounce.go); tests set it
+	bounceDice    func() float64        // the bounce draw, uniform in [0, 1): math/rand (bounce.go); tests set it
 	bounceLingers atomic.Int32          // bounced connections waiting for the client's close (bounce.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
@@ -123,6 +124,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		Error:           s.upgradeError,
 	}
 	s.probeUpgrader = s.upgrader
+	s.bounceDice = rand.Float64
 	s.probeUpgrader.Subprotocols = []string{contract.SubprotocolProbe} // probemode.go
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}

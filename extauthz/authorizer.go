@@ -9,10 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
-	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +18,10 @@ import (
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
@@ -85,7 +86,7 @@ type Authorizer struct {
 	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
 	after *reviewafter.Queue[*followUp]
 	// rooms and dice steer new sessions away from a full bridge
-	// (steer.go); rooms nil: off.
+	// (steer.go); rooms nil: off. dice is never nil.
 	rooms Rooms
 	dice  func() float64
 }
@@ -130,6 +131,9 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
+	if a.dice == nil {
+		a.dice = rand.Float64
+	}
 	notify := func(string) {}
 	if d.Live != nil {
 		a.holders, notify = d.Live, d.Live.Notify

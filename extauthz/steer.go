@@ -1,8 +1,6 @@
 package extauthz
 
 import (
-	"math/rand/v2"
-
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/room"
 )
@@ -31,12 +29,12 @@ func (a *Authorizer) steer(req *Request, c *checked) (d Decision, ok bool) {
 	if !fresh {
 		return Decision{}, true
 	}
-	switch share := r.Share(); {
+	switch {
 	case r.Draining:
 		return deny(contract.ReasonDraining), false
 	case r.Full():
 		return deny(contract.ReasonAtCapacity), false
-	case share > 0 && a.chance() < share:
+	case r.Bounces(a.dice):
 		return bounce(), false
 	}
 	return Decision{}, true
@@ -49,14 +47,6 @@ func bounce() Decision {
 	hs := make([]Header, 1, 1+signedHeaders)
 	hs[0] = Header{contract.HeaderBinding, contract.BindingBounce}
 	return Decision{Headers: hs, Bounced: true, signRoom: true}
-}
-
-// chance draws the bounce: uniform in [0, 1).
-func (a *Authorizer) chance() float64 {
-	if a.dice != nil {
-		return a.dice()
-	}
-	return rand.Float64()
 }
 
 // result is the result label and log field of d and its reason:

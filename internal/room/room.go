@@ -57,6 +57,18 @@ func (r Room) Share() float64 {
 	return float64(r.Sessions-r.FullAt+1) / float64(r.Max-r.FullAt+1)
 }
 
+// Bounces reports whether a new session is bounced from a bridge in room
+// r: never when the bridge refuses it instead (Full, Draining), else with
+// probability Share. draw is uniform in [0, 1) and is called only when the
+// share is above 0.
+func (r Room) Bounces(draw func() float64) bool {
+	if r.Full() || r.Draining {
+		return false
+	}
+	share := r.Share()
+	return share > 0 && draw() < share
+}
+
 // Full reports a bridge that refuses every new session (503 at_capacity).
 func (r Room) Full() bool { return r.Max > 0 && r.Sessions >= r.Max }
 

@@ -35,6 +35,29 @@ func TestFull(t *testing.T) {
 	}
 }
 
+func TestBounces(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		r     Room
+		draw  float64
+		want  bool
+		draws int
+	}{
+		{"below the mark: no draw", Room{Sessions: 94, FullAt: 95, Max: 100}, 0, false, 0},
+		{"at the mark, draw under 1/6", Room{Sessions: 95, FullAt: 95, Max: 100}, 0.1, true, 1},
+		{"at the mark, draw over 1/6", Room{Sessions: 95, FullAt: 95, Max: 100}, 0.2, false, 1},
+		{"at max: refused, not bounced", Room{Sessions: 100, FullAt: 95, Max: 100}, 0, false, 0},
+		{"draining: refused, not bounced", Room{Sessions: 97, FullAt: 95, Max: 100, Draining: true}, 0, false, 0},
+		{"mark off", Room{Sessions: 99, Max: 100}, 0, false, 0},
+	} {
+		draws := 0
+		got := c.r.Bounces(func() float64 { draws++; return c.draw })
+		if got != c.want || draws != c.draws {
+			t.Errorf("%s: Bounces = %v after %d draws, want %v after %d", c.name, got, draws, c.want, c.draws)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	r, err := Parse([]byte(`{"sessions":9000,"full_at":8930,"max_sessions":9400,"draining":false,"later":1}`))
 	if err != nil || r != (Room{Sessions: 9000, FullAt: 8930, Max: 9400}) {
