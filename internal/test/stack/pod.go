@@ -59,21 +59,14 @@ func (s *Stack) StartPod(ctx context.Context, o PodOptions) (*Pod, error) {
 }
 
 func (p *Pod) startExtauthz(ctx context.Context, s *Stack, o PodOptions, sock, secret, keys string) error {
-	args := []string{
-		"--grpc-listen=" + p.ExtauthzGRPC, "--http-listen=" + p.ExtauthzHTTP, "--metrics-listen=" + p.ExtauthzMetrics,
-		"--kubeconfig=" + s.opts.ExtauthzKubeconfig, "--revocation-listen=" + sock,
-		"--revocation-secret-file=" + secret, "--identity-keys-file=" + keys, "--log-format=json",
-	}
+	var args []string
 	if o.ReadRoom {
 		args = append(args, "--bridge-room-url=http://"+p.BridgeMetrics+room.Path)
 	}
-	args = append(append(args, s.opts.ExtauthzArgs...), o.ExtauthzArgs...)
-	proc, err := s.procs.Start("extauthz-"+o.Name, s.opts.Bins["wirekube-extauthz"], args...)
-	if err != nil {
-		return err
-	}
-	p.Extauthz = proc
-	return WaitFor(ctx, proc, startTimeout, HTTPOK("http://"+p.ExtauthzMetrics+"/readyz"))
+	var err error
+	p.Extauthz, err = s.startSideExtauthz(ctx, "extauthz-"+o.Name, sideExtauthz{grpc: p.ExtauthzGRPC, http: p.ExtauthzHTTP,
+		metrics: p.ExtauthzMetrics, sock: sock, secret: secret, keys: keys}, append(args, o.ExtauthzArgs...))
+	return err
 }
 
 func (p *Pod) startBridge(ctx context.Context, s *Stack, o PodOptions, sock, secret, keys string) error {

@@ -95,18 +95,8 @@ func (r *Replicas) startExtauthz2(ctx context.Context, s *Stack) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{
-		"--grpc-listen=" + grpcAddr, "--http-listen=", "--metrics-listen=" + metrics,
-		"--kubeconfig=" + s.opts.ExtauthzKubeconfig, "--revocation-listen=" + sock,
-		"--revocation-secret-file=" + secret, "--log-format=json",
-		"--identity-keys-file=" + filepath.Join(filepath.Dir(secret), "identity-keys"),
-	}, s.opts.ExtauthzArgs...)
-	p, err := s.procs.Start("extauthz2", s.opts.Bins["wirekube-extauthz"], args...)
-	if err != nil {
-		return nil, err
-	}
-	r.Extauthz2 = p
-	if err := WaitFor(ctx, p, startTimeout, HTTPOK("http://"+metrics+"/readyz")); err != nil {
+	if r.Extauthz2, err = s.startSideExtauthz(ctx, "extauthz2", sideExtauthz{grpc: grpcAddr, metrics: metrics, sock: sock,
+		secret: secret, keys: filepath.Join(filepath.Dir(secret), "identity-keys")}, nil); err != nil {
 		return nil, err
 	}
 	// The fronts ask the stack's extauthz (startFronts), so its signature is
@@ -172,4 +162,24 @@ func (r *Replicas) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sideExtauthz are the listeners and revocation files of an extauthz
+// beside the stack's (http empty: no HTTP listener).
+type sideExtauthz struct{ grpc, http, metrics, sock, secret, keys string }
+
+// startSideExtauthz starts an extauthz of its own beside the stack's (the
+// stack's kubeconfig and flags, then extra) and waits until it is ready.
+// The Proc is returned also when it never got ready, for Close.
+func (s *Stack) startSideExtauthz(ctx context.Context, name string, x sideExtauthz, extra []string) (*Proc, error) {
+	args := append([]string{
+		"--grpc-listen=" + x.grpc, "--http-listen=" + x.http, "--metrics-listen=" + x.metrics,
+		"--kubeconfig=" + s.opts.ExtauthzKubeconfig, "--revocation-listen=" + x.sock,
+		"--revocation-secret-file=" + x.secret, "--identity-keys-file=" + x.keys, "--log-format=json",
+	}, append(append([]string(nil), s.opts.ExtauthzArgs...), extra...)...)
+	p, err := s.procs.Start(name, s.opts.Bins["wirekube-extauthz"], args...)
+	if err != nil {
+		return nil, err
+	}
+	return p, WaitFor(ctx, p, startTimeout, HTTPOK("http://"+x.metrics+"/readyz"))
 }
