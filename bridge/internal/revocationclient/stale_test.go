@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // TestStaleSweepAfterTheTimeout: while the revocation stream is out of sync,
@@ -46,11 +44,3 @@ func TestStaleSweepAfterTheTimeout(t *testing.T) {
 func sameSessions(got, want []Session) bool {
 	return len(got) == len(want) && !slices.ContainsFunc(want, func(s Session) bool { return !slices.Contains(got, s) })
 }
-
-// fakeSession is a Session admitted at admitted.
-type fakeSession struct{ admitted time.Time }
-
-func (f *fakeSession) Binding() string                       { return "" }
-func (f *fakeSession) Admitted() time.Time                   { return f.admitted }
-func (f *fakeSession) TokenExpires() time.Time               { return time.Time{} }
-func (f *fakeSession) CloseFor(string, contract.Reason) bool { return true }
