@@ -38,7 +38,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.bounce(w, r, id, BounceByBridge)
 		return
 	}
-	if !s.revoker.vouching() { // it could not end this session if it had to
+	if !s.revoker.Vouching() { // it could not end this session if it had to
 		s.deny(w, r, id, contract.ReasonRevocationUnavailable, nil)
 		return
 	}
@@ -110,7 +110,7 @@ func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, con
 	}
 	id, err := parseIdentity(r.Header)
 	if err == nil {
-		err = parseBinding(r.Header, &id, s.revoker.enabled())
+		err = parseBinding(r.Header, &id, s.revoker.Enabled())
 	}
 	if err == nil {
 		err = parseClientAddress(r.Header, &id)

@@ -19,7 +19,8 @@
 // for data without holding a buffer and read many messages per system call.
 // Per session it runs a reader goroutine for each side while that side has
 // traffic (a side idle for a second gives its goroutine up to a poller
-// shared by all sessions: park.go) and three timers (register deadline,
-// pings, token expiry); buffers are borrowed from a pool only while bytes
-// are in flight, so an idle session holds no goroutine and no buffer.
+// shared by all sessions: park.go) and two timers (register deadline,
+// pings); the revocation client (internal/revocationclient) holds a third,
+// its token expiry. Buffers are borrowed from a pool only while bytes are
+// in flight, so an idle session holds no goroutine and no buffer.
 package bridge

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
@@ -59,10 +60,10 @@ func TestTokenExpiryGrace(t *testing.T) {
 		if got := promtest.ToFloat64(b.srv.metrics.sessions.WithLabelValues(string(contract.CloseTokenExpired))); got != 1 {
 			t.Errorf("sessions_total{result=token_expired} = %v, want 1", got)
 		}
-		if got := promtest.ToFloat64(b.srv.revoker.m.authCloses.WithLabelValues(causeTokenExpired)); got != 1 {
+		if got := promtest.ToFloat64(b.srv.revoker.AuthCloses(revocationclient.CauseTokenExpired)); got != 1 {
 			t.Errorf("authorization_closes_total{cause=token_expired} = %v, want 1", got)
 		}
-		if got := promtest.ToFloat64(b.srv.revoker.m.authCloses.WithLabelValues(causeRevoked)); got != 0 {
+		if got := promtest.ToFloat64(b.srv.revoker.AuthCloses(revocationclient.CauseRevoked)); got != 0 {
 			t.Errorf("authorization_closes_total{cause=revoked} = %v, want 0", got)
 		}
 	})

@@ -66,7 +66,7 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 	// still open during the drain stay revocable.
 	rctx, stopRevoker := context.WithCancel(context.WithoutCancel(ctx))
 	revoked := make(chan error, 1)
-	go func() { revoked <- s.revoker.run(rctx) }()
+	go func() { revoked <- s.revoker.Run(rctx) }()
 	defer func() {
 		if err := <-revoked; err != nil {
 			s.log.Error("revocation stream", slog.String("error", err.Error()))

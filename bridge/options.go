@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
@@ -84,7 +85,8 @@ type Options struct {
 	LogFormat string
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
-	// RevocationOptions: the revocation stream and token expiry.
+	// RevocationOptions: the revocation stream and token expiry
+	// (internal/revocationclient).
 	RevocationOptions
 	// RecoveryOptions: the relay hold, the per-peer limits and the
 	// key-mismatch backoff.
@@ -127,12 +129,7 @@ func DefaultOptions() Options {
 		LogFormat:        logging.DefaultFormat,
 		LogLevel:         logging.DefaultLevel,
 
-		RevocationOptions: RevocationOptions{
-			RevocationAddr:         DefaultRevocationAddr,
-			RevocationSecretFile:   DefaultRevocationSecretFile,
-			RevocationUnreadyAfter: 10 * time.Second,
-			RevocationStaleTimeout: 60 * time.Second,
-		},
+		RevocationOptions: revocationclient.DefaultOptions(),
 		RecoveryOptions: RecoveryOptions{
 			RelayWait:              7500 * time.Millisecond,
 			RelayWaitMax:           1000,
@@ -262,3 +259,13 @@ func (o Options) Complete() (*Config, error) {
 	}
 	return c, nil
 }
+
+// RevocationOptions are the flags of the revocation stream and of the
+// token-expiry close (internal/revocationclient/options.go).
+type RevocationOptions = revocationclient.Options
+
+// Default location of the revocation stream (internal/revocationclient).
+const (
+	DefaultRevocationAddr       = revocationclient.DefaultAddr
+	DefaultRevocationSecretFile = revocationclient.DefaultSecretFile
+)

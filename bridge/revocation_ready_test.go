@@ -1,72 +1,17 @@
 package bridge
 
 import (
-	"errors"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 	"github.com/wirekube/relay-ws/relayproto"
 )
-
-// TestVouchingBound: on the bubble's clock, the bridge vouches from the
-// first sync, keeps vouching for exactly --revocation-unready-after after
-// the stream is lost, and again from the next sync.
-func TestVouchingBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		o := testOptions("192.0.2.1:3478")
-		o.RevocationAddr = "unix:/nonexistent/revocation.sock"
-		o.RevocationUnreadyAfter = 10 * time.Second
-		cfg, err := o.Complete()
-		must(t, err)
-		m, err := newRevocationMetrics(prometheus.NewRegistry())
-		must(t, err)
-		r := newRevoker(cfg, slog.New(slog.DiscardHandler), m)
-		steps := []struct {
-			name string
-			do   func()
-			want bool
-		}{
-			{"before the first sync", func() { time.Sleep(time.Hour) }, false},
-			{"in sync", r.markSynced, true},
-			{"in sync an hour later", func() { time.Sleep(time.Hour) }, true},
-			{"just lost", func() { r.endStream(errors.New("gone")) }, true},
-			{"lost for the bound minus 1ns", func() { time.Sleep(10*time.Second - time.Nanosecond) }, true},
-			{"lost for the bound", func() { time.Sleep(time.Nanosecond) }, false},
-			{"in sync again", r.markSynced, true},
-			{"lost again, at once", func() { r.endStream(nil) }, true},
-		}
-		for _, s := range steps {
-			s.do()
-			if got := r.vouching(); got != s.want {
-				t.Fatalf("%s: vouching = %v, want %v", s.name, got, s.want)
-			}
-		}
-	})
-}
-
-// TestVouchingOff: with revocation off (--revocation-addr=) the bridge
-// always vouches: nothing gates /readyz or the upgrades.
-func TestVouchingOff(t *testing.T) {
-	o := testOptions("192.0.2.1:3478")
-	o.RevocationAddr = ""
-	o.RevocationSecretFile = "" // not required when off
-	cfg, err := o.Complete()
-	must(t, err)
-	m, err := newRevocationMetrics(prometheus.NewRegistry())
-	must(t, err)
-	if r := newRevoker(cfg, slog.New(slog.DiscardHandler), m); r.enabled() || !r.vouching() {
-		t.Fatalf("enabled=%v vouching=%v, want off and vouching", r.enabled(), r.vouching())
-	}
-}
 
 func readyzOf(t *testing.T, h *harness) int {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 
+	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 	"github.com/wirekube/relay-ws/internal/test/testutil"
@@ -161,13 +162,13 @@ func TestRevocationStream(t *testing.T) {
 	d := h.registerAs(t, boundIdentity("node-d", testKey(4)), testKey(4))
 	stream := <-f.streams
 	waitHeld(t, f, 4)
-	testutil.Eventually(t, "stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.m.connected) == 1 })
+	testutil.Eventually(t, "stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.Connected()) == 1 })
 	event := time.Now().Add(-50 * time.Millisecond)
 	must(t, revocation.Send(stream, []revocation.Op{{Kind: revocation.KindRevoke, ID: f.idOf(t, "node-b"),
 		Reason: string(contract.ReasonPodNotFound), EventUnixNano: event.UnixNano()}}))
 	expectClose(t, b, websocket.ClosePolicyViolation, contract.ReasonPodNotFound)
 	waitHeld(t, f, 3)
-	if n := promtest.CollectAndCount(h.srv.revoker.m.lag); n != 1 {
+	if n := promtest.CollectAndCount(h.srv.revoker.Lag()); n != 1 {
 		t.Fatalf("lag histogram has %d series", n)
 	}
 
@@ -180,7 +181,7 @@ func TestRevocationStream(t *testing.T) {
 	expectClose(t, d, websocket.ClosePolicyViolation, contract.CloseRevocationLimit)
 	waitHeld(t, f, 1)
 	// Three revocations (revocation_limit is one), no expiry.
-	wantAuthCloses(t, h, map[string]float64{causeRevoked: 3, causeTokenExpired: 0, causeRevocationStale: 0})
+	wantAuthCloses(t, h, map[string]float64{revocationclient.CauseRevoked: 3, revocationclient.CauseTokenExpired: 0, revocationclient.CauseRevocationStale: 0})
 
 	// Hang up: the bridge reconnects and lists what is live (only a).
 	f.mu.Lock()
@@ -190,7 +191,7 @@ func TestRevocationStream(t *testing.T) {
 	<-f.streams
 	waitHeld(t, f, 1)
 	f.idOf(t, "node-a")
-	testutil.Eventually(t, "two resyncs", func() bool { return promtest.ToFloat64(h.srv.revoker.m.resyncs) == 2 })
+	testutil.Eventually(t, "two resyncs", func() bool { return promtest.ToFloat64(h.srv.revoker.Resyncs()) == 2 })
 	send(t, a, dataFrame(testKey(1), 1, 16))
 	fs := &frameStream{t: t, ws: a}
 	if fr := fs.next(); fr.Type != relayproto.TypeData {
@@ -219,8 +220,8 @@ func TestRevocationStale(t *testing.T) {
 	waitHeld(t, f, 1)
 	stop()
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRevocationStale)
-	wantAuthCloses(t, h, map[string]float64{causeRevocationStale: 1, causeRevoked: 0, causeTokenExpired: 0})
-	if got := promtest.ToFloat64(h.srv.revoker.m.connected); got != 0 {
+	wantAuthCloses(t, h, map[string]float64{revocationclient.CauseRevocationStale: 1, revocationclient.CauseRevoked: 0, revocationclient.CauseTokenExpired: 0})
+	if got := promtest.ToFloat64(h.srv.revoker.Connected()); got != 0 {
 		t.Fatalf("connected = %v", got)
 	}
 }
@@ -232,14 +233,14 @@ func wantAuthCloses(t *testing.T, h *harness, want map[string]float64) {
 	t.Helper()
 	testutil.Eventually(t, "authorization closes counted", func() bool {
 		for cause, n := range want {
-			if promtest.ToFloat64(h.srv.revoker.m.authCloses.WithLabelValues(cause)) != n {
+			if promtest.ToFloat64(h.srv.revoker.AuthCloses(cause)) != n {
 				return false
 			}
 		}
 		return true
 	})
 	for cause, n := range want {
-		if got := promtest.ToFloat64(h.srv.revoker.m.authCloses.WithLabelValues(cause)); got != n {
+		if got := promtest.ToFloat64(h.srv.revoker.AuthCloses(cause)); got != n {
 			t.Errorf("authorization_closes_total{cause=%q} = %v, want %v", cause, got, n)
 		}
 	}
@@ -281,5 +282,5 @@ func TestBindingHeaderRules(t *testing.T) {
 // refused (revocation_unavailable).
 func (h *harness) waitVouching(t *testing.T) {
 	t.Helper()
-	testutil.Eventually(t, "revocation stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.m.connected) == 1 })
+	testutil.Eventually(t, "revocation stream in sync", func() bool { return promtest.ToFloat64(h.srv.revoker.Connected()) == 1 })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -39,8 +40,8 @@ type Server struct {
 	// another replica to go to (handover.go).
 	resolvePeers  func(ctx context.Context, host string) ([]string, error)
 	ownAddrs      func() map[netip.Addr]bool
-	revoker       *revoker  // ends sessions whose authorization ended
-	owners        keyOwners // the session of each registered key
+	revoker       *revocationclient.Client // ends sessions whose authorization ended
+	owners        keyOwners                // the session of each registered key
 	probeUpgrader websocket.Upgrader
 	hold          *relayHold            // upgrades waiting for the relay (hold.go)
 	peers         *peerLimits           // per-peer bounds (peerlimit.go)
@@ -90,7 +91,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)
 	}
-	rm, err := newRevocationMetrics(reg)
+	revoker, err := revocationclient.New(cfg.RevocationOptions, logger, reg)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
@@ -102,7 +103,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: reexport, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
-		revoker: newRevoker(cfg, logger, rm),
+		revoker: revoker,
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}

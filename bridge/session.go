@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
@@ -86,10 +87,9 @@ type session struct {
 	pinger   *time.Timer
 	regTimer *time.Timer
 
-	// revID names the session on the revocation stream; expiry closes it
-	// when its token expires. Set by revoker.add before run.
-	revID  uint64
-	expiry *time.Timer
+	// rev is the session as the revocation client watches it (its name on
+	// the stream, its expiry timer). Set by serveSession before run.
+	rev revocationclient.Watched
 
 	// Idle readers (park.go): parkable is set when readers may park, park
 	// is the server's poller once one has; relayRun counts the relay reader's goroutine or its

@@ -31,7 +31,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	s.mu.Unlock()
 	s.listing.add(sess)
 	s.metrics.sessionsActive.Inc()
-	s.revoker.add(sess)
+	sess.rev = s.revoker.Add(sess)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
 		append(sess.logAttrs(), slog.String("subprotocol", ws.Subprotocol()))...)
 	if draining { // admitted just before the drain began
@@ -45,7 +45,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 // session's client reader last.
 func (s *Server) finishSession(sess *session, ce *closeError) {
 	defer s.releaseSlot()
-	s.revoker.remove(sess)
+	s.revoker.Remove(sess.rev)
 	s.owners.release(sess)
 	s.onSessionEnd(sess, ce)
 

@@ -56,15 +56,29 @@ func (t *T) long() {
 // its files free of cycles (0 references back up), as docs/architecture.md
 // says; the scan finds the five rooms and kubewatch.
 func TestExtauthzRoomsReadBottomUp(t *testing.T) {
+	roomsReadBottomUp(t, "extauthz/internal", 6)
+}
+
+// TestBridgeRoomsReadBottomUp: every room under bridge/internal/ (the
+// WebSocket frame format, the revocation client) keeps its files free of
+// cycles (0 references back up), as docs/architecture.md says.
+func TestBridgeRoomsReadBottomUp(t *testing.T) {
+	roomsReadBottomUp(t, "bridge/internal", 2)
+}
+
+// roomsReadBottomUp measures every package under dir (at least atLeast of
+// them) and fails for each reference that runs back up.
+func roomsReadBottomUp(t *testing.T, dir string, atLeast int) {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("type-checks extauthz/internal/ from export data")
+		t.Skip("type-checks " + dir + "/ from export data")
 	}
-	rooms, err := measureAll([]string{"github.com/wirekube/relay-ws/extauthz/internal/..."})
+	rooms, err := measureAll([]string{"github.com/wirekube/relay-ws/" + dir + "/..."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rooms) < 6 {
-		t.Fatalf("measured %d packages under extauthz/internal/, want at least 6", len(rooms))
+	if len(rooms) < atLeast {
+		t.Fatalf("measured %d packages under %s/, want at least %d", len(rooms), dir, atLeast)
 	}
 	for _, r := range rooms {
 		if r.backUp != 0 {

@@ -1,4 +1,4 @@
-package bridge
+package revocationclient
 
 import (
 	"errors"
@@ -13,16 +13,16 @@ import (
 // secret extauthz writes into the directory the two containers share (an
 // emptyDir in the Pod, docs/revocation.md).
 const (
-	DefaultRevocationAddr       = "unix:/run/wirekube-revocation/revocation.sock"
-	DefaultRevocationSecretFile = "/run/wirekube-revocation/secret"
+	DefaultAddr       = "unix:/run/wirekube-revocation/revocation.sock"
+	DefaultSecretFile = "/run/wirekube-revocation/secret"
 )
 
-// RevocationOptions are the settings of the revocation stream to extauthz
+// Options are the settings of the revocation stream to extauthz
 // (docs/revocation.md) and of the token-expiry close.
-type RevocationOptions struct {
+type Options struct {
 	// RevocationAddr is extauthz's --revocation-listen (unix:/path or a
 	// loopback host:port) for the revocation Watch stream
-	// (docs/revocation.md). Default DefaultRevocationAddr, a Unix socket in
+	// (docs/revocation.md). Default DefaultAddr, a Unix socket in
 	// the directory the Pod's two containers share. Empty turns revocation
 	// off (and with it the readiness gate on the stream): live sessions then
 	// end on token expiry only, whatever happens to their Pod, Node,
@@ -30,7 +30,7 @@ type RevocationOptions struct {
 	RevocationAddr string
 	// RevocationSecretFile holds the secret extauthz writes at every start;
 	// the bridge reads it at every (re)connect and sends it with the Watch
-	// call. Default DefaultRevocationSecretFile. Required with
+	// call. Default DefaultSecretFile. Required with
 	// RevocationAddr.
 	RevocationSecretFile string
 	// RevocationUnreadyAfter is how long the stream may be out of sync
@@ -54,9 +54,19 @@ type RevocationOptions struct {
 	TokenExpiryGrace time.Duration
 }
 
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		RevocationAddr:         DefaultAddr,
+		RevocationSecretFile:   DefaultSecretFile,
+		RevocationUnreadyAfter: 10 * time.Second,
+		RevocationStaleTimeout: 60 * time.Second,
+	}
+}
+
 // AddFlags registers one flag per field on fs, with o's current values as
 // defaults.
-func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RevocationAddr, "revocation-addr", o.RevocationAddr, "extauthz's --revocation-listen, the revocation stream (unix:/path or a loopback host:port); empty turns revocation of live sessions off")
 	fs.StringVar(&o.RevocationSecretFile, "revocation-secret-file", o.RevocationSecretFile, "file holding the secret extauthz writes for the revocation stream (read at every connect)")
 	fs.DurationVar(&o.RevocationUnreadyAfter, "revocation-unready-after", o.RevocationUnreadyAfter, "fail /readyz and refuse upgrades (503 revocation_unavailable) once the revocation stream has been out of sync this long (at most --revocation-stale-timeout)")
@@ -65,7 +75,7 @@ func (o *RevocationOptions) AddFlags(fs *flag.FlagSet) {
 }
 
 // Validate reports every invalid setting, each error naming its flag.
-func (o *RevocationOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	if err := netutil.CheckFlag("revocation-addr", o.RevocationAddr, true); err != nil {
 		errs = append(errs, err)
@@ -84,7 +94,7 @@ func (o *RevocationOptions) Validate() error {
 
 // validateStream checks the secret file and the readiness bound against
 // the rest of the revocation settings.
-func (o *RevocationOptions) validateStream() []error {
+func (o *Options) validateStream() []error {
 	if o.RevocationAddr == "" {
 		return nil // revocation off: nothing to reach
 	}

@@ -1,4 +1,4 @@
-package bridge
+package revocationclient
 
 import (
 	"slices"
@@ -13,18 +13,18 @@ import (
 // moment of the loss (12:00:00), not computed by the code under test.
 func TestStaleSweepAfterTheTimeout(t *testing.T) {
 	lost := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	before := &session{start: lost.Add(-time.Hour)}       // admitted before the loss
-	during := &session{start: lost.Add(30 * time.Second)} // admitted while out of sync
-	r := &revoker{stale: time.Minute, downSince: lost, live: map[uint64]*session{1: before, 2: during}}
+	before := &fakeSession{admitted: lost.Add(-time.Hour)}       // admitted before the loss
+	during := &fakeSession{admitted: lost.Add(30 * time.Second)} // admitted while out of sync
+	r := &Client{stale: time.Minute, downSince: lost, live: map[uint64]Session{1: before, 2: during}}
 	for _, tc := range []struct {
 		at   string
-		want []*session
+		want []Session
 	}{
 		{"12:00:59", nil},
 		{"12:01:00", nil}, // exactly the timeout: not yet
-		{"12:01:01", []*session{before}},
-		{"12:01:30", []*session{before}},
-		{"12:01:31", []*session{before, during}},
+		{"12:01:01", []Session{before}},
+		{"12:01:30", []Session{before}},
+		{"12:01:31", []Session{before, during}},
 	} {
 		now, err := time.Parse(time.TimeOnly, tc.at)
 		if err != nil {
@@ -41,6 +41,6 @@ func TestStaleSweepAfterTheTimeout(t *testing.T) {
 	}
 }
 
-func sameSessions(got, want []*session) bool {
-	return len(got) == len(want) && !slices.ContainsFunc(want, func(s *session) bool { return !slices.Contains(got, s) })
+func sameSessions(got, want []Session) bool {
+	return len(got) == len(want) && !slices.ContainsFunc(want, func(s Session) bool { return !slices.Contains(got, s) })
 }

@@ -1,15 +1,20 @@
-package bridge
+// Package revocationclient is the bridge's end of the revocation stream
+// (docs/revocation.md): the Watch stream to the extauthz of its Pod, what
+// it vouches for, the stale sweep while it cannot, and the close of every
+// session at its token's expiry. It is handed each live session as a
+// Session and imports nothing of the bridge; the bridge decides how a
+// session closes.
+package revocationclient
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,7 +24,7 @@ import (
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
-// revoker ends live sessions whose authorization ended (docs/revocation.md).
+// Client ends live sessions whose authorization ended (docs/revocation.md).
 // It closes a session when its token expires (locally, from
 // X-WireKube-Token-Expires) and, when --revocation-addr is set, follows
 // extauthz's Watch stream: on every (re)connect it sends the binding of
@@ -27,19 +32,19 @@ import (
 // the sessions to close. While the stream is not in sync, sessions it can
 // no longer vouch for are closed after --revocation-stale-timeout. The
 // bridge itself holds no Kubernetes credentials. Safe for concurrent use.
-type revoker struct {
+type Client struct {
 	addr       string
 	secretFile string
 	stale      time.Duration
 	unready    time.Duration // out of sync this long: not ready, no upgrades
 	grace      time.Duration
 	log        *slog.Logger
-	m          *revocationMetrics
+	m          *metrics
 	now        func() time.Time
 
 	mu          sync.Mutex
 	seq         uint64
-	live        map[uint64]*session
+	live        map[uint64]Session
 	streaming   bool            // a stream is open: ops are queued for it
 	pending     []revocation.Op // ops for the open stream, in order
 	gen         uint64          // generation of the open stream's list
@@ -50,69 +55,83 @@ type revoker struct {
 	wake        chan struct{}
 }
 
-func newRevoker(cfg *Config, log *slog.Logger, m *revocationMetrics) *revoker {
-	return &revoker{
-		addr: cfg.RevocationAddr, secretFile: cfg.RevocationSecretFile, stale: cfg.RevocationStaleTimeout,
-		unready: cfg.RevocationUnreadyAfter, grace: cfg.TokenExpiryGrace,
-		log: log, m: m, now: time.Now, live: map[uint64]*session{}, downSince: time.Now(),
-		wake: make(chan struct{}, 1),
+// New builds the client of the validated o; its metrics are registered on
+// reg. Run follows the stream; with o.RevocationAddr empty only the token
+// expiry closes sessions.
+func New(o Options, log *slog.Logger, reg prometheus.Registerer) (*Client, error) {
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
+	return &Client{
+		addr: o.RevocationAddr, secretFile: o.RevocationSecretFile, stale: o.RevocationStaleTimeout,
+		unready: o.RevocationUnreadyAfter, grace: o.TokenExpiryGrace,
+		log: log, m: m, now: time.Now, live: map[uint64]Session{}, downSince: time.Now(),
+		wake: make(chan struct{}, 1),
+	}, nil
 }
 
-func (r *revoker) enabled() bool { return r.addr != "" }
+// Enabled reports whether the stream is on (--revocation-addr set).
+func (r *Client) Enabled() bool { return r.addr != "" }
 
-func (r *revoker) signal() {
+func (r *Client) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// add starts watching sess: its token expiry timer and, with a stream, its
+// Watched is a session the client watches: Add returns it, Remove takes it.
+type Watched struct {
+	id     uint64      // the session's name on the stream (0: stream off)
+	expiry *time.Timer // closes it when its token expires
+}
+
+// Add starts watching sess: its token expiry timer and, with a stream, its
 // binding. It runs before the session serves.
-func (r *revoker) add(sess *session) {
-	exp := sess.id.TokenExpires.Add(r.grace)
-	sess.expiry = time.AfterFunc(max(exp.Sub(r.now()), 0), func() {
-		sess.fromTimer(func() {
-			if sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseTokenExpired, nil)) {
-				r.m.authCloses.WithLabelValues(causeTokenExpired).Inc()
-			}
-		})
+func (r *Client) Add(sess Session) Watched {
+	var w Watched
+	exp := sess.TokenExpires().Add(r.grace)
+	w.expiry = time.AfterFunc(max(exp.Sub(r.now()), 0), func() {
+		if sess.CloseFor(CauseTokenExpired, "") {
+			r.m.authCloses.WithLabelValues(CauseTokenExpired).Inc()
+		}
 	})
-	if !r.enabled() {
-		return
+	if !r.Enabled() {
+		return w
 	}
 	r.mu.Lock()
 	r.seq++
-	sess.revID = r.seq
-	r.live[sess.revID] = sess
+	w.id = r.seq
+	r.live[w.id] = sess
 	if r.streaming {
-		r.pending = append(r.pending, revocation.Op{Kind: revocation.KindAdd, ID: sess.revID, Binding: sess.id.Binding})
+		r.pending = append(r.pending, revocation.Op{Kind: revocation.KindAdd, ID: w.id, Binding: sess.Binding()})
 	}
 	r.mu.Unlock()
 	r.signal()
+	return w
 }
 
-// remove stops watching sess once it has ended.
-func (r *revoker) remove(sess *session) {
-	sess.expiry.Stop()
-	if !r.enabled() {
+// Remove stops watching a session once it has ended.
+func (r *Client) Remove(w Watched) {
+	w.expiry.Stop()
+	if !r.Enabled() {
 		return
 	}
 	r.mu.Lock()
-	delete(r.live, sess.revID)
+	delete(r.live, w.id)
 	if r.streaming {
-		r.pending = append(r.pending, revocation.Op{Kind: revocation.KindRemove, ID: sess.revID})
+		r.pending = append(r.pending, revocation.Op{Kind: revocation.KindRemove, ID: w.id})
 	}
 	r.mu.Unlock()
 	r.signal()
 }
 
-// run follows the stream until ctx is done, reconnecting with a capped,
+// Run follows the stream until ctx is done, reconnecting with a capped,
 // jittered backoff, and closes stale sessions while it is out of sync.
 // It returns after every goroutine it started.
-func (r *revoker) run(ctx context.Context) error {
-	if !r.enabled() {
+func (r *Client) Run(ctx context.Context) error {
+	if !r.Enabled() {
 		return nil
 	}
 	conn, err := grpc.NewClient(r.addr,
@@ -153,7 +172,7 @@ func (r *revoker) run(ctx context.Context) error {
 
 // follow runs one stream: the full list, then adds, removes and the
 // revocations extauthz sends, until the stream fails or ctx is done.
-func (r *revoker) follow(ctx context.Context, conn *grpc.ClientConn) error {
+func (r *Client) follow(ctx context.Context, conn *grpc.ClientConn) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cs, err := conn.NewStream(sctx, &revocation.StreamDesc, revocation.WatchMethod)
@@ -182,21 +201,21 @@ func (r *revoker) follow(ctx context.Context, conn *grpc.ClientConn) error {
 // beginStream snapshots every live session as the stream's list, followed
 // by the Synced marker of a new generation; later adds and removes queue
 // behind it.
-func (r *revoker) beginStream() (uint64, []revocation.Op) {
+func (r *Client) beginStream() (uint64, []revocation.Op) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.streaming, r.pending = true, nil
 	r.gen++
 	list := make([]revocation.Op, 0, len(r.live)+1)
 	for id, sess := range r.live {
-		list = append(list, revocation.Op{Kind: revocation.KindAdd, ID: id, Binding: sess.id.Binding})
+		list = append(list, revocation.Op{Kind: revocation.KindAdd, ID: id, Binding: sess.Binding()})
 	}
 	return r.gen, append(list, revocation.Op{Kind: revocation.KindSynced, ID: r.gen})
 }
 
 // sendPending sends queued adds and removes until ctx is done or the
 // receiver stopped (it returns nil then: the receiver has the error).
-func (r *revoker) sendPending(ctx context.Context, cs grpc.ClientStream, recvDone <-chan struct{}) error {
+func (r *Client) sendPending(ctx context.Context, cs grpc.ClientStream, recvDone <-chan struct{}) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -216,7 +235,7 @@ func (r *revoker) sendPending(ctx context.Context, cs grpc.ClientStream, recvDon
 }
 
 // receive applies what extauthz sends until the stream ends.
-func (r *revoker) receive(cs grpc.ClientStream, gen uint64) error {
+func (r *Client) receive(cs grpc.ClientStream, gen uint64) error {
 	for {
 		ops, err := revocation.RecvFromExtauthz(cs)
 		if err != nil {
@@ -233,7 +252,7 @@ func (r *revoker) receive(cs grpc.ClientStream, gen uint64) error {
 	}
 }
 
-func (r *revoker) markSynced() {
+func (r *Client) markSynced() {
 	r.mu.Lock()
 	n := len(r.live)
 	r.inSync, r.synced = true, true
@@ -245,7 +264,7 @@ func (r *revoker) markSynced() {
 
 // endStream records that the stream is gone: live sessions age from now
 // towards the stale timeout.
-func (r *revoker) endStream(err error) {
+func (r *Client) endStream(err error) {
 	r.mu.Lock()
 	wasInSync := r.inSync
 	r.streaming, r.pending, r.inSync = false, nil, false
@@ -269,16 +288,31 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// logFailure logs why a stream that never got in sync failed, once per
+// distinct error (a missing socket or secret file would otherwise retry
+// silently while /readyz fails).
+func (r *Client) logFailure(err error) {
+	msg := errString(err)
+	r.mu.Lock()
+	repeat := msg == r.lastFailure
+	r.lastFailure = msg
+	r.mu.Unlock()
+	if msg != "" && !repeat {
+		r.log.Warn("revocation stream not in sync: not ready, upgrades refused (revocation_unavailable)",
+			slog.String("error", msg), slog.String("addr", r.addr))
+	}
+}
+
 // revoke closes the session extauthz revoked, if it is still live.
-func (r *revoker) revoke(op revocation.Op) {
+func (r *Client) revoke(op revocation.Op) {
 	r.mu.Lock()
 	sess := r.live[op.ID]
 	r.mu.Unlock()
 	if sess == nil {
 		return // ended meanwhile
 	}
-	if sess.end(revokedClose(contract.Reason(op.Reason))) {
-		r.m.authCloses.WithLabelValues(causeRevoked).Inc()
+	if sess.CloseFor(CauseRevoked, contract.Reason(op.Reason)) {
+		r.m.authCloses.WithLabelValues(CauseRevoked).Inc()
 	}
 	if op.EventUnixNano > 0 {
 		r.m.lag.Observe(max(r.now().Sub(time.Unix(0, op.EventUnixNano)), 0).Seconds())
@@ -288,7 +322,7 @@ func (r *revoker) revoke(op revocation.Op) {
 // sweepStale closes, while the stream is out of sync, every session that
 // has gone --revocation-stale-timeout without the stream vouching for it:
 // since the stream was lost, or since its admission if that came later.
-func (r *revoker) sweepStale(ctx context.Context) {
+func (r *Client) sweepStale(ctx context.Context) {
 	tick := time.NewTicker(min(max(r.stale/10, 50*time.Millisecond), time.Second))
 	defer tick.Stop()
 	for {
@@ -299,8 +333,8 @@ func (r *revoker) sweepStale(ctx context.Context) {
 		}
 		stale := r.staleAt(r.now())
 		for _, sess := range stale {
-			if sess.end(closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationStale, nil)) {
-				r.m.authCloses.WithLabelValues(causeRevocationStale).Inc()
+			if sess.CloseFor(CauseRevocationStale, "") {
+				r.m.authCloses.WithLabelValues(CauseRevocationStale).Inc()
 			}
 		}
 		if len(stale) > 0 {
@@ -313,16 +347,16 @@ func (r *revoker) sweepStale(ctx context.Context) {
 // staleAt returns, while the stream is out of sync, the live sessions the
 // stream has not vouched for in the --revocation-stale-timeout before now:
 // not since it was lost, or since their admission if that came later.
-func (r *revoker) staleAt(now time.Time) []*session {
+func (r *Client) staleAt(now time.Time) []Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.inSync {
 		return nil
 	}
-	var stale []*session
+	var stale []Session
 	cutoff := now.Add(-r.stale)
 	for _, sess := range r.live {
-		if vouched := laterOf(sess.start, r.downSince); vouched.Before(cutoff) {
+		if vouched := laterOf(sess.Admitted(), r.downSince); vouched.Before(cutoff) {
 			stale = append(stale, sess)
 		}
 	}
@@ -334,44 +368,4 @@ func laterOf(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// revokedClose is the 1008 close of a session extauthz revoked: with the
-// reason extauthz gave when it is one this bridge knows, else
-// authorization_revoked. One closeWith per reason, so that docs/spec.md's
-// test sees each.
-func revokedClose(r contract.Reason) *closeError {
-	switch r {
-	case contract.ReasonPodNotFound:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodNotFound, nil)
-	case contract.ReasonPodUIDMismatch:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodUIDMismatch, nil)
-	case contract.ReasonPodServiceAccountMismatch:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodServiceAccountMismatch, nil)
-	case contract.ReasonPodNotScheduled:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodNotScheduled, nil)
-	case contract.ReasonPodTerminated:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPodTerminated, nil)
-	case contract.ReasonNodeMismatch:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonNodeMismatch, nil)
-	case contract.ReasonServiceAccountNotFound:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonServiceAccountNotFound, nil)
-	case contract.ReasonIdentityNotAllowed:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonIdentityNotAllowed, nil)
-	case contract.ReasonTokenNotBound:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonTokenNotBound, nil)
-	case contract.ReasonPeerNotFound:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerNotFound, nil)
-	case contract.ReasonPeerKeyInvalid:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyInvalid, nil)
-	case contract.ClosePeerKeyChanged:
-		return closeWith(websocket.ClosePolicyViolation, contract.ClosePeerKeyChanged, nil)
-	case contract.ReasonPeerKeyDuplicate:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyDuplicate, nil)
-	case contract.ReasonPeerKeyMoved:
-		return closeWith(websocket.ClosePolicyViolation, contract.ReasonPeerKeyMoved, nil)
-	case contract.CloseRevocationLimit:
-		return closeWith(websocket.ClosePolicyViolation, contract.CloseRevocationLimit, nil)
-	}
-	return closeWith(websocket.ClosePolicyViolation, contract.CloseRevoked, fmt.Errorf("extauthz reason %q", r))
 }
