@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wirekube/relay-ws/bridge/internal/reexport"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -29,7 +30,7 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *metrics
 	gatherer   prometheus.Gatherer
-	reexport   prometheus.Gatherer // ReexportPath's; nil without --reexport-metrics
+	reexport   prometheus.Gatherer // reexport.Path's; nil without --reexport-metrics
 	upgrader   websocket.Upgrader
 	bufs       *bufPool
 	ready      *readiness
@@ -94,12 +95,12 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
-	reexport, err := newReexportGatherer(reg, cfg.ReexportMetrics)
+	pod, err := reexport.New(reg, cfg.ReexportMetrics, &http.Client{Timeout: reexport.Timeout}, reexport.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: reexport, bufs: newBufPool(), relay: relay,
+		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: pod, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: newRevoker(cfg, logger, rm),
@@ -163,7 +164,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc(room.Path, s.handleRoom) // for an extauthz beside this bridge (bounce.go)
 	if s.reexport != nil {
-		mux.Handle(ReexportPath, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
+		mux.Handle(reexport.Path, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
 	}
 	if s.cfg.DebugSessions {
 		mux.HandleFunc(contract.SessionsPath, s.handleSessions)
