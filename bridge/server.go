@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wirekube/relay-ws/bridge/internal/reexport"
+	"github.com/wirekube/relay-ws/bridge/internal/sessionlist"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -58,15 +59,15 @@ type Server struct {
 	parking bool
 	poller  *poller
 
-	// The session listing (sessionlimit.go): its own index, its bounds.
-	listing sessionIndex
-	lists   listGate
+	// The session listing (bridge/internal/sessionlist): its own index,
+	// its bounds; nil without --debug-sessions.
+	listing *sessionlist.Listing
 
 	mu       sync.Mutex
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
 	sessions map[*session]struct{}
-	seq      uint64        // the last session's seq (sessionlist.go)
+	seq      uint64        // the last session's seq (sessioninfo.go)
 	idle     chan struct{} // closed when slots reaches 0 during a drain
 }
 
@@ -104,13 +105,13 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: newRevoker(cfg, logger, rm),
+		listing: newListing(cfg),
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost
 	}
-	s.listing.on = cfg.DebugSessions
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
 		// The bridge reads client frames itself (wsdecode.go), so gorilla's
@@ -167,7 +168,7 @@ func (s *Server) AdminHandler() http.Handler {
 		mux.Handle(reexport.Path, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
 	}
 	if s.cfg.DebugSessions {
-		mux.HandleFunc(contract.SessionsPath, s.handleSessions)
+		mux.Handle(contract.SessionsPath, s.listing)
 	}
 	return mux
 }
