@@ -59,12 +59,29 @@ func TestExtauthzRoomsReadBottomUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks extauthz/internal/ from export data")
 	}
-	rooms, err := measureAll([]string{"github.com/wirekube/relay-ws/extauthz/internal/..."})
+	roomsReadBottomUp(t, "github.com/wirekube/relay-ws/extauthz/internal/...", 6)
+}
+
+// TestBridgeRoomsReadBottomUp: every room under bridge/internal/ (the
+// WebSocket frame format, the metrics re-export, the session listing)
+// keeps its files free of cycles, as docs/architecture.md#rooms says.
+func TestBridgeRoomsReadBottomUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks bridge/internal/ from export data")
+	}
+	roomsReadBottomUp(t, "github.com/wirekube/relay-ws/bridge/internal/...", 3)
+}
+
+// roomsReadBottomUp measures the packages of pattern, at least atLeast of
+// them, and fails for each reference that runs back up.
+func roomsReadBottomUp(t *testing.T, pattern string, atLeast int) {
+	t.Helper()
+	rooms, err := measureAll([]string{pattern})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rooms) < 6 {
-		t.Fatalf("measured %d packages under extauthz/internal/, want at least 6", len(rooms))
+	if len(rooms) < atLeast {
+		t.Fatalf("measured %d packages of %s, want at least %d", len(rooms), pattern, atLeast)
 	}
 	for _, r := range rooms {
 		if r.backUp != 0 {
