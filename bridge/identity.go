@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode"
 
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -53,7 +52,7 @@ func parseClientAddress(h http.Header, id *peerIdentity) error {
 		return nil
 	case len(v) > 1:
 		return fmt.Errorf("%w: %s repeated", ErrIdentityHeader, contract.HeaderClientAddress)
-	case !printable(v[0]):
+	case !contract.PrintableHeaderValue(v[0]):
 		return fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, contract.HeaderClientAddress)
 	}
 	id.ClientAddress = clientaddr.Canonical(v[0])
@@ -63,9 +62,6 @@ func parseClientAddress(h http.Header, id *peerIdentity) error {
 	}
 	return nil
 }
-
-// maxHeaderValue bounds each identity value; real ones are far shorter.
-const maxHeaderValue = 512
 
 // parseIdentity reads exactly the headers of docs/spec.md#identity-headers. Each must appear
 // exactly once (a repeated header could be a client copy the proxy failed
@@ -86,7 +82,7 @@ func parseIdentity(h http.Header) (peerIdentity, error) {
 			return peerIdentity{}, fmt.Errorf("%w: %s missing", ErrIdentityHeader, f.name)
 		case len(v) > 1:
 			return peerIdentity{}, fmt.Errorf("%w: %s repeated", ErrIdentityHeader, f.name)
-		case !printable(v[0]):
+		case !contract.PrintableHeaderValue(v[0]):
 			return peerIdentity{}, fmt.Errorf("%w: %s empty, too long or not printable", ErrIdentityHeader, f.name)
 		}
 		*f.dst = v[0]
@@ -99,18 +95,4 @@ func parseIdentity(h http.Header) (peerIdentity, error) {
 		return peerIdentity{}, fmt.Errorf("%w: %s: not RFC 3339", ErrIdentityHeader, contract.HeaderTokenExpires)
 	}
 	return id, nil
-}
-
-// printable reports a non-empty, bounded value of printable characters
-// without spaces (names, usernames and timestamps have none).
-func printable(s string) bool {
-	if s == "" || len(s) > maxHeaderValue {
-		return false
-	}
-	for _, r := range s {
-		if r == unicode.ReplacementChar || !unicode.IsPrint(r) || unicode.IsSpace(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -97,7 +97,8 @@ type Options struct {
 	// KeysReloadOptions: the periodic re-read of the keys file the
 	// signature check trusts (keyreload.go).
 	KeysReloadOptions
-	// ReexportOptions: other containers' metrics on /metrics (metricsreexport.go).
+	// ReexportOptions: other containers' metrics on ReexportPath
+	// (bridge/internal/reexport).
 	ReexportOptions
 	// BounceOptions: who bounces new sessions past the full mark (bounce.go).
 	BounceOptions

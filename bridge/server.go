@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wirekube/relay-ws/bridge/internal/reexport"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
+	"github.com/wirekube/relay-ws/bridge/internal/sessionlist"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -30,7 +32,7 @@ type Server struct {
 	log        *slog.Logger
 	metrics    *metrics
 	gatherer   prometheus.Gatherer
-	reexport   prometheus.Gatherer // ReexportPath's; nil without --reexport-metrics
+	reexport   prometheus.Gatherer // reexport.Path's; nil without --reexport-metrics
 	upgrader   websocket.Upgrader
 	bufs       *bufPool
 	ready      *readiness
@@ -58,15 +60,15 @@ type Server struct {
 	parking bool
 	poller  *poller
 
-	// The session listing (sessionlimit.go): its own index, its bounds.
-	listing sessionIndex
-	lists   listGate
+	// The session listing (bridge/internal/sessionlist): its own index,
+	// its bounds; nil without --debug-sessions.
+	listing *sessionlist.Listing
 
 	mu       sync.Mutex
 	draining bool
 	slots    int // admitted requests: dialing, upgrading or in a session
 	sessions map[*session]struct{}
-	seq      uint64        // the last session's seq (sessionlist.go)
+	seq      uint64        // the last session's seq (sessioninfo.go)
 	idle     chan struct{} // closed when slots reaches 0 during a drain
 }
 
@@ -95,22 +97,22 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
-	reexport, err := newReexportGatherer(reg, cfg.ReexportMetrics)
+	pod, err := reexport.New(reg, cfg.ReexportMetrics, &http.Client{Timeout: reexport.Timeout}, reexport.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: reexport, bufs: newBufPool(), relay: relay,
+		cfg: cfg, log: logger, metrics: m, gatherer: reg, reexport: pod, bufs: newBufPool(), relay: relay,
 		closeGrace: 2 * time.Second, sessions: make(map[*session]struct{}),
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: revoker,
+		listing: newListing(cfg),
 		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
 		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
 	}
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost
 	}
-	s.listing.on = cfg.DebugSessions
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
 		// The bridge reads client frames itself (wsdecode.go), so gorilla's
@@ -164,10 +166,10 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc(room.Path, s.handleRoom) // for an extauthz beside this bridge (bounce.go)
 	if s.reexport != nil {
-		mux.Handle(ReexportPath, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
+		mux.Handle(reexport.Path, promhttp.HandlerFor(s.reexport, promhttp.HandlerOpts{}))
 	}
 	if s.cfg.DebugSessions {
-		mux.HandleFunc(contract.SessionsPath, s.handleSessions)
+		mux.Handle(contract.SessionsPath, s.listing)
 	}
 	return mux
 }

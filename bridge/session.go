@@ -70,7 +70,7 @@ type session struct {
 
 	// Bytes and frames each way, written by one goroutine each (bytes once
 	// per write, frames once per counted batch, never per frame) and read
-	// by the session listing (sessionlist.go) while the session runs.
+	// by the session listing (sessioninfo.go) while the session runs.
 	bytesToRelay, bytesToClient   atomic.Int64
 	framesToRelay, framesToClient atomic.Int64
 

@@ -29,7 +29,7 @@ func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentit
 	s.sessions[sess] = struct{}{}
 	draining := s.draining
 	s.mu.Unlock()
-	s.listing.add(sess)
+	s.listing.Add(sess)
 	s.metrics.sessionsActive.Inc()
 	sess.rev = s.revoker.Add(sess)
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "session started",
@@ -49,7 +49,7 @@ func (s *Server) finishSession(sess *session, ce *closeError) {
 	s.owners.release(sess)
 	s.onSessionEnd(sess, ce)
 
-	s.listing.remove(sess)
+	s.listing.Remove(sess)
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()

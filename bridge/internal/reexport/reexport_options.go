@@ -1,4 +1,4 @@
-package bridge
+package reexport
 
 import (
 	"errors"
@@ -10,24 +10,24 @@ import (
 	"github.com/wirekube/relay-ws/internal/cli"
 )
 
-// ReexportOptions make ReexportPath carry the metric families of the other
+// Options make Path carry the metric families of the other
 // containers of the bridge's Pod: extauthz's /metrics and Envoy's
 // /stats/prometheus, read on loopback at every scrape.
-type ReexportOptions struct {
+type Options struct {
 	// ReexportMetrics are loopback http:// URLs whose text exposition is
-	// appended to the bridge's own on ReexportPath. A family the bridge
+	// appended to the bridge's own on Path. A family the bridge
 	// itself exports, or an earlier URL already gave, is left out
-	// (wirekube_build_info, go_*, process_*). Default none: no ReexportPath.
+	// (wirekube_build_info, go_*, process_*). Default none: no Path.
 	ReexportMetrics []string
 }
 
 // AddFlags registers the flag on fs.
-func (o *ReexportOptions) AddFlags(fs *flag.FlagSet) {
-	fs.Var(cli.NewStringList(&o.ReexportMetrics), "reexport-metrics", "loopback http:// URL (repeatable) of another container's Prometheus text metrics, served with the bridge's own on "+ReexportPath+" of --metrics-listen, for annotation scraping that reaches one port per Pod")
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.Var(cli.NewStringList(&o.ReexportMetrics), "reexport-metrics", "loopback http:// URL (repeatable) of another container's Prometheus text metrics, served with the bridge's own on "+Path+" of --metrics-listen, for annotation scraping that reaches one port per Pod")
 }
 
 // Validate refuses a URL that is not plain http to a loopback address.
-func (o *ReexportOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	for _, raw := range o.ReexportMetrics {
 		u, err := url.Parse(raw)

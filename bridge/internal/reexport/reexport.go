@@ -1,4 +1,10 @@
-package bridge
+// Package reexport is the bridge's re-export of the metric families of the
+// other containers of its Pod (--reexport-metrics): a prometheus.Gatherer
+// that serves the bridge's own registry followed by the families each
+// loopback URL answers, bounded in time and size. It imports nothing of
+// the bridge: the registry, the URLs, the HTTP client and the bounds are
+// handed to New.
+package reexport
 
 import (
 	"bytes"
@@ -14,31 +20,39 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// ReexportPath serves, on the metrics listener, the bridge's families and
+// Path serves, on the metrics listener, the bridge's families and
 // those of the other containers of its Pod (--reexport-metrics), for a
 // scraper that reaches one port and path per Pod (prometheus.io/*
 // annotations). /metrics stays the bridge's own, so a scraper of every
 // container's port counts nothing twice.
-const ReexportPath = "/metrics/pod"
+const Path = "/metrics/pod"
 
-// Bounds of one re-export fetch: a slow or huge answer costs the scrape
-// that family set, never the bridge's own families.
+// The bridge's bounds of one re-export fetch: a slow or huge answer costs
+// the scrape that family set, never the bridge's own families.
 const (
-	reexportTimeout  = 5 * time.Second
-	reexportMaxBytes = 16 << 20
+	Timeout  = 5 * time.Second // the client's timeout, the whole fetch
+	MaxBytes = 16 << 20        // the longest answer read
 )
 
-// reexportGatherer is the bridge's registry followed by the families of
-// each URL; a failing URL is counted (wirekube_bridge_metrics_reexport_failures_total)
-// and left out of that scrape. newReexportGatherer returns nil without URLs.
-type reexportGatherer struct {
+// metricsNamespace prefixes the room's metric name, as every bridge metric.
+const metricsNamespace = "wirekube_bridge"
+
+// gatherer is the bridge's registry followed by the families of each URL;
+// a failing URL is counted (wirekube_bridge_metrics_reexport_failures_total)
+// and left out of that scrape.
+type gatherer struct {
 	own      prometheus.Gatherer
 	urls     []string
 	client   *http.Client
+	maxBytes int
 	failures *prometheus.CounterVec
 }
 
-func newReexportGatherer(reg *prometheus.Registry, urls []string) (prometheus.Gatherer, error) {
+// New registers the failure counter on reg and returns the Gatherer of
+// Path: reg's families, then those of each URL, fetched with client (its
+// Timeout bounds a fetch) and at most maxBytes long. It returns a nil
+// Gatherer without URLs (no Path is served), the counter still registered.
+func New(reg *prometheus.Registry, urls []string, client *http.Client, maxBytes int) (prometheus.Gatherer, error) {
 	failures := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: "metrics_reexport_failures_total",
 		Help: "Re-export fetches (--reexport-metrics) left out of a scrape, by URL and cause (unreachable, status, too_large, parse)."},
 		[]string{"url", "cause"})
@@ -48,12 +62,12 @@ func newReexportGatherer(reg *prometheus.Registry, urls []string) (prometheus.Ga
 	if len(urls) == 0 {
 		return nil, nil
 	}
-	return &reexportGatherer{own: reg, urls: urls, client: &http.Client{Timeout: reexportTimeout}, failures: failures}, nil
+	return &gatherer{own: reg, urls: urls, client: client, maxBytes: maxBytes, failures: failures}, nil
 }
 
 // Gather returns the bridge's families, then each URL's new ones. The URLs
 // are read first, so a failure is counted in the same scrape.
-func (g *reexportGatherer) Gather() ([]*dto.MetricFamily, error) {
+func (g *gatherer) Gather() ([]*dto.MetricFamily, error) {
 	var fetched [][]*dto.MetricFamily
 	for _, u := range g.urls {
 		more, cause := g.fetch(u)
@@ -81,7 +95,7 @@ func (g *reexportGatherer) Gather() ([]*dto.MetricFamily, error) {
 }
 
 // fetch reads one URL's families, or the cause it failed.
-func (g *reexportGatherer) fetch(u string) ([]*dto.MetricFamily, string) {
+func (g *gatherer) fetch(u string) ([]*dto.MetricFamily, string) {
 	resp, err := g.client.Get(u)
 	if err != nil {
 		return nil, "unreachable"
@@ -90,11 +104,11 @@ func (g *reexportGatherer) fetch(u string) ([]*dto.MetricFamily, string) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, "status"
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, reexportMaxBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(g.maxBytes)+1))
 	if err != nil {
 		return nil, "unreachable"
 	}
-	if len(body) > reexportMaxBytes {
+	if len(body) > g.maxBytes {
 		return nil, "too_large"
 	}
 	fams, err := parseReexport(body)
@@ -104,8 +118,8 @@ func (g *reexportGatherer) fetch(u string) ([]*dto.MetricFamily, string) {
 	return fams, ""
 }
 
-// parseReexport parses a Prometheus text exposition into its families,
-// sorted by name.
+// parseReexport parses a fetched answer (untrusted bytes) as a Prometheus
+// text exposition into its families, sorted by name.
 func parseReexport(body []byte) ([]*dto.MetricFamily, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	byName, err := p.TextToMetricFamilies(bytes.NewReader(body))
