@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
@@ -64,9 +65,10 @@ type Deps struct {
 type Authorizer struct {
 	cfg      *Config
 	reviewer *tokenreview.Reviewer
-	objects  Objects
-	metrics  *metrics
-	log      *slog.Logger
+	// rules are the binding rules over Deps.Objects (internal/binding).
+	rules   *binding.Rules
+	metrics *metrics
+	log     *slog.Logger
 	// checkLogs are the check line's handlers of log (checklog.go).
 	checkLogs atomic.Pointer[checkLogs]
 	keys      *jwks.Set
@@ -128,7 +130,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
-	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
+	a := &Authorizer{cfg: cfg, reviewer: rv, rules: newRules(cfg, d.Objects), metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
 		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
 	if a.dice == nil {

@@ -98,7 +98,7 @@ type Decision struct {
 	// the refusal is then traceable by node name.
 	ClaimedNode string
 	// admissible: the verified claims name an identity some rule of the
-	// path could admit (the prefilter, prefilter.go). Only such a refusal
+	// path could admit (the prefilter, binding.Rules.Admissible). Only such a refusal
 	// may choose the object an Event is written on.
 	admissible bool
 	// firstHolder names the owner of the key of a peer_key_moved refusal

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
@@ -277,17 +278,13 @@ func levelErr(level string) error {
 	return err
 }
 
-// nsName is a parsed "namespace/name".
-type nsName struct{ ns, name string }
-
-func (n nsName) String() string { return n.ns + "/" + n.name }
-
-func parseNSName(flagName, v string) (nsName, error) {
+// parseNSName parses a "namespace/name" flag value.
+func parseNSName(flagName, v string) (binding.ServiceAccount, error) {
 	ns, name, ok := strings.Cut(v, "/")
 	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nsName{}, fmt.Errorf("--%s: want namespace/name, got %q", flagName, v)
+		return binding.ServiceAccount{}, fmt.Errorf("--%s: want namespace/name, got %q", flagName, v)
 	}
-	return nsName{ns, name}, nil
+	return binding.ServiceAccount{Namespace: ns, Name: name}, nil
 }
 
 func checkOrigin(v string) error {
