@@ -19,6 +19,7 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
@@ -82,8 +83,8 @@ type Authorizer struct {
 	// reload of the key files installs.
 	signer identitySigner
 	// failures limits the failed checks of one client address
-	// (failurelimit.go); nil: off.
-	failures *failureLimiter
+	// (internal/failurelimit, failurelimit.go); nil: off.
+	failures *failurelimit.Limiter
 	// after holds the follow-up reviews of --on-review-throttled=review-after
 	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
 	after *reviewafter.Queue[*followUp]
@@ -132,7 +133,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, rules: newRules(cfg, d.Objects), metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
-		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
+		now: d.Now, failures: failurelimit.New(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
 	if a.dice == nil {
 		a.dice = rand.Float64
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
 	"github.com/wirekube/relay-ws/extauthz/internal/binding"
+	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
 	"github.com/wirekube/relay-ws/internal/cli"
@@ -113,7 +114,8 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (internal/admission).
 	PeerAdmissionOptions
-	// FailureLimitOptions: failed checks per client address (failurelimit.go).
+	// FailureLimitOptions: failed checks per client address
+	// (internal/failurelimit).
 	FailureLimitOptions
 	// MeshWatchOptions: the WireKubeMesh watch (internal/meshwatch).
 	MeshWatchOptions
@@ -157,7 +159,7 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    revocationhub.DefaultOptions(),
 		PeerAdmissionOptions: admission.DefaultOptions(),
-		FailureLimitOptions:  DefaultFailureLimitOptions(),
+		FailureLimitOptions:  failurelimit.DefaultOptions(),
 		MeshWatchOptions:     meshwatch.DefaultOptions(),
 		SigningOptions:       DefaultSigningOptions(),
 	}
@@ -312,6 +314,11 @@ type MeshWatchOptions = meshwatch.Options
 // PeerAdmissionOptions are the flags of the admission policy report
 // (--peer-admission-policy, --peer-admission-binding).
 type PeerAdmissionOptions = admission.Options
+
+// FailureLimitOptions are the flags of the limit on failed checks per client
+// address (--source-failure-burst, --source-failure-rate,
+// --source-failure-addresses).
+type FailureLimitOptions = failurelimit.Options
 
 // RoomWatchOptions are the flag of the bridge's room (--bridge-room-url).
 type RoomWatchOptions = roomwatch.Options
