@@ -23,6 +23,7 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
@@ -53,7 +54,7 @@ type Deps struct {
 	// failed follow-up review marks its objects changed. nil: none known.
 	Live *revocationhub.LiveBindings
 	// Signer signs relay allows: the configured key, published before the
-	// Authorizer is built (publishKeyring). nil: a per-start key pair.
+	// Authorizer is built (signkeys.Publish). nil: a per-start key pair.
 	Signer *identitysig.Signer
 	// Rooms is the room of the bridge beside this extauthz
 	// (--bridge-room-url; steer.go); nil steers nothing.
@@ -147,8 +148,8 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		}
 	}
 	if d.Signer == nil {
-		kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
-		d.Signer = kr.signer
+		kr, _ := signkeys.Load(signkeys.Options{}) // a per-start key pair: cannot fail
+		d.Signer = kr.Signer()
 	}
 	a.signer.cur.Store(d.Signer)
 	return a, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -119,7 +120,8 @@ type Options struct {
 	FailureLimitOptions
 	// MeshWatchOptions: the WireKubeMesh watch (internal/meshwatch).
 	MeshWatchOptions
-	// SigningOptions: the signature on the identity headers (signing.go).
+	// SigningOptions: the signature on the identity headers
+	// (internal/signkeys, signing.go).
 	SigningOptions
 	// RoomWatchOptions: the bridge's room, read to steer new sessions
 	// (extauthz/internal/roomwatch, steer.go).
@@ -161,7 +163,7 @@ func DefaultOptions() Options {
 		PeerAdmissionOptions: admission.DefaultOptions(),
 		FailureLimitOptions:  failurelimit.DefaultOptions(),
 		MeshWatchOptions:     meshwatch.DefaultOptions(),
-		SigningOptions:       DefaultSigningOptions(),
+		SigningOptions:       signkeys.DefaultOptions(),
 	}
 }
 
@@ -314,6 +316,11 @@ type MeshWatchOptions = meshwatch.Options
 // PeerAdmissionOptions are the flags of the admission policy report
 // (--peer-admission-policy, --peer-admission-binding).
 type PeerAdmissionOptions = admission.Options
+
+// SigningOptions configure the signature on the identity headers
+// (--identity-signing-key-file, --identity-accepted-keys-file,
+// --identity-keys-file; internal/signkeys).
+type SigningOptions = signkeys.Options
 
 // FailureLimitOptions are the flags of the limit on failed checks per client
 // address (--source-failure-burst, --source-failure-rate,
