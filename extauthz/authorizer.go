@@ -17,10 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
+	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
@@ -51,7 +54,7 @@ type Deps struct {
 	// failed follow-up review marks its objects changed. nil: none known.
 	Live *revocationhub.LiveBindings
 	// Signer signs relay allows: the configured key, published before the
-	// Authorizer is built (publishKeyring). nil: a per-start key pair.
+	// Authorizer is built (signkeys.Publish). nil: a per-start key pair.
 	Signer *identitysig.Signer
 	// Rooms is the room of the bridge beside this extauthz
 	// (--bridge-room-url; steer.go); nil steers nothing.
@@ -64,9 +67,10 @@ type Deps struct {
 type Authorizer struct {
 	cfg      *Config
 	reviewer *tokenreview.Reviewer
-	objects  Objects
-	metrics  *metrics
-	log      *slog.Logger
+	// rules are the binding rules over Deps.Objects (internal/binding).
+	rules   *binding.Rules
+	metrics *metrics
+	log     *slog.Logger
 	// checkLogs are the check line's handlers of log (checklog.go).
 	checkLogs atomic.Pointer[checkLogs]
 	keys      *jwks.Set
@@ -80,8 +84,8 @@ type Authorizer struct {
 	// reload of the key files installs.
 	signer identitySigner
 	// failures limits the failed checks of one client address
-	// (failurelimit.go); nil: off.
-	failures *failureLimiter
+	// (internal/failurelimit, failurelimit.go); nil: off.
+	failures *failurelimit.Limiter
 	// after holds the follow-up reviews of --on-review-throttled=review-after
 	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
 	after *reviewafter.Queue[*followUp]
@@ -128,9 +132,9 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
-	a := &Authorizer{cfg: cfg, reviewer: rv, objects: d.Objects, metrics: m, log: d.Logger,
+	a := &Authorizer{cfg: cfg, reviewer: rv, rules: newRules(cfg, d.Objects), metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
-		now: d.Now, failures: newFailureLimiter(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
+		now: d.Now, failures: failurelimit.New(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
 	if a.dice == nil {
 		a.dice = rand.Float64
 	}
@@ -144,8 +148,8 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 		}
 	}
 	if d.Signer == nil {
-		kr, _ := loadKeyring(SigningOptions{}) // a per-start key pair: cannot fail
-		d.Signer = kr.signer
+		kr, _ := signkeys.Load(signkeys.Options{}) // a per-start key pair: cannot fail
+		d.Signer = kr.Signer()
 	}
 	a.signer.cur.Store(d.Signer)
 	return a, nil

@@ -78,7 +78,7 @@ func (a *Authorizer) verifyLocally(ctx context.Context, deadline time.Time, c *c
 	// bounds the cache entry and becomes X-WireKube-Token-Expires.
 	c.exp = ver.Claims.Expiry.Time().UTC()
 	if !a.admissible(ver.Claims, c.kind) {
-		// Before any API call: no rule admits this identity (prefilter.go).
+		// Before any API call: no rule admits this identity (binding.Rules.Admissible).
 		return Decision{Reason: contract.ReasonIdentityNotAllowed, Detail: detailSubjectRefused}, false
 	}
 	return Decision{}, true

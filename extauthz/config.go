@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 )
@@ -14,17 +15,15 @@ import (
 // Options.Complete and shared read-only by Run, NewInformers and
 // NewAuthorizer. The zero value is not usable.
 type Config struct {
-	grpcListen        string
-	httpListen        string
-	metricsListen     string
-	audience          string
-	agentSAs          map[nsName]bool
-	peerNamespace     string
-	peerPrefix        string
+	grpcListen    string
+	httpListen    string
+	metricsListen string
+	audience      string
+	// The identities the binding rules admit (internal/binding).
+	identities        binding.Config
 	relayPath         string
 	allowedOrigins    map[string]bool
 	authnOnlyPaths    []string
-	allowSAs          map[nsName]bool
 	cacheSize         int
 	cacheTTL          time.Duration
 	negativeCacheTTL  time.Duration
@@ -68,17 +67,16 @@ func (o *Options) Complete() (*Config, error) {
 	}
 	proxies, _ := clientaddr.ParsePrefixes(o.TrustedProxies) // validated above
 	c := &Config{
-		grpcListen:       o.GRPCListen,
-		httpListen:       o.HTTPListen,
-		metricsListen:    o.MetricsListen,
-		audience:         o.Audience,
-		agentSAs:         map[nsName]bool{},
-		peerNamespace:    o.PeerNamespace,
-		peerPrefix:       o.PeerServiceAccountPrefix,
+		grpcListen:    o.GRPCListen,
+		httpListen:    o.HTTPListen,
+		metricsListen: o.MetricsListen,
+		audience:      o.Audience,
+		identities: binding.Config{Agents: map[binding.ServiceAccount]bool{},
+			PeerNamespace: o.PeerNamespace, PeerPrefix: o.PeerServiceAccountPrefix,
+			Allowed: map[binding.ServiceAccount]bool{}},
 		relayPath:        o.RelayPath,
 		allowedOrigins:   map[string]bool{},
 		authnOnlyPaths:   append([]string(nil), o.AuthnOnlyPaths...),
-		allowSAs:         map[nsName]bool{},
 		cacheSize:        o.CacheSize,
 		cacheTTL:         o.CacheTTL,
 		negativeCacheTTL: o.NegativeCacheTTL,
@@ -107,13 +105,13 @@ func (o *Options) Complete() (*Config, error) {
 	namespaces := map[string]bool{o.PeerNamespace: true}
 	for _, v := range o.AgentServiceAccounts {
 		n, _ := parseNSName("agent-service-account", v) // checked by Validate
-		c.agentSAs[n] = true
-		namespaces[n.ns] = true
+		c.identities.Agents[n] = true
+		namespaces[n.Namespace] = true
 	}
 	for _, v := range o.AllowServiceAccounts {
 		n, _ := parseNSName("allow-service-account", v) // checked by Validate
-		c.allowSAs[n] = true
-		namespaces[n.ns] = true
+		c.identities.Allowed[n] = true
+		namespaces[n.Namespace] = true
 	}
 	for _, v := range o.AllowedOrigins {
 		c.allowedOrigins[strings.ToLower(strings.TrimSuffix(v, "/"))] = true

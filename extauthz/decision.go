@@ -98,7 +98,7 @@ type Decision struct {
 	// the refusal is then traceable by node name.
 	ClaimedNode string
 	// admissible: the verified claims name an identity some rule of the
-	// path could admit (the prefilter, prefilter.go). Only such a refusal
+	// path could admit (the prefilter, binding.Rules.Admissible). Only such a refusal
 	// may choose the object an Event is written on.
 	admissible bool
 	// firstHolder names the owner of the key of a peer_key_moved refusal
@@ -145,7 +145,7 @@ func (a *Authorizer) Decide(ctx context.Context, req Request) Decision {
 	d := a.decide(ctx, start.Add(a.cfg.checkTimeout), &req)
 	// After the decision, never before it: only a failure is counted or
 	// refused, so a flood from an address agents share cannot refuse them.
-	d = a.failures.limit(client, d, a.now())
+	d = limitFailures(a.failures, client, d, a.now())
 	d = a.signer.sign(d, client)
 	a.observe(ctx, req, d, client, time.Since(start))
 	a.observeOffline(d)

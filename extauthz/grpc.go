@@ -197,7 +197,7 @@ type allowHeader struct {
 }
 
 // allowInline is how many headers an allow answer holds without a second
-// allocation: a relay allow sets at most seven (identity.go's five and the
+// allocation: a relay allow sets at most seven (bind.go's five and the
 // two the signer appends); more spill into their own slices.
 const allowInline = 8
 

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
 	"testing"
 
@@ -91,7 +91,7 @@ func TestKeyMovedRevokesLiveSession(t *testing.T) {
 	hub, err := newHub(env, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	must(t, err)
 	st := revocationhub.NewStream()
-	moved := bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+	moved := binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
 		PodName: "agent-a", PodUID: podAUID, NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKeyB)
 	st.Queue(revocation.Op{Kind: revocation.KindAdd, ID: 7, Binding: moved.Format()})
 	out := hub.Judge(st)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/wirekube/relay-ws/extauthz/internal/keyhistory"
 	"github.com/wirekube/relay-ws/extauthz/internal/kubewatch"
-	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
@@ -29,29 +28,6 @@ func (in *Informers) KeyHistorySize() int {
 		return 0
 	}
 	return in.history.Size()
-}
-
-// keyOwners is the part of Objects the key history answers (Informers);
-// Objects without it refuse nothing as moved.
-type keyOwners interface {
-	KeyOwner(peer string, key relayproto.Key) (keyhistory.Owner, bool)
-}
-
-// keyMoved refuses key on peer when another owner, still existing,
-// published it first (peer_key_moved): the Decision names the owner, so
-// that its WireKubePeer (or, while that is gone, its Node) gets an Event
-// too.
-func (a *Authorizer) keyMoved(peer string, key relayproto.Key) (Decision, bool) {
-	h, ok := a.objects.(keyOwners)
-	if !ok {
-		return Decision{}, false
-	}
-	owner, moved := h.KeyOwner(peer, key)
-	if !moved {
-		return Decision{}, false
-	}
-	return Decision{Reason: contract.ReasonPeerKeyMoved, Peer: peer, KeyFingerprint: key.Fingerprint(),
-		Detail: "key first published by " + owner.String(), firstHolder: owner.Name()}, true
 }
 
 // registerKeyHistoryMetric registers wirekube_extauthz_peer_key_history_keys,

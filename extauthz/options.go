@@ -12,8 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/admission"
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
+	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/internal/cli"
 	"github.com/wirekube/relay-ws/internal/clientaddr"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -112,11 +115,13 @@ type Options struct {
 	RevocationOptions
 	// PeerAdmissionOptions: the admission policy reported on (internal/admission).
 	PeerAdmissionOptions
-	// FailureLimitOptions: failed checks per client address (failurelimit.go).
+	// FailureLimitOptions: failed checks per client address
+	// (internal/failurelimit).
 	FailureLimitOptions
 	// MeshWatchOptions: the WireKubeMesh watch (internal/meshwatch).
 	MeshWatchOptions
-	// SigningOptions: the signature on the identity headers (signing.go).
+	// SigningOptions: the signature on the identity headers
+	// (internal/signkeys, signing.go).
 	SigningOptions
 	// RoomWatchOptions: the bridge's room, read to steer new sessions
 	// (extauthz/internal/roomwatch, steer.go).
@@ -156,9 +161,9 @@ func DefaultOptions() Options {
 		},
 		RevocationOptions:    revocationhub.DefaultOptions(),
 		PeerAdmissionOptions: admission.DefaultOptions(),
-		FailureLimitOptions:  DefaultFailureLimitOptions(),
+		FailureLimitOptions:  failurelimit.DefaultOptions(),
 		MeshWatchOptions:     meshwatch.DefaultOptions(),
-		SigningOptions:       DefaultSigningOptions(),
+		SigningOptions:       signkeys.DefaultOptions(),
 	}
 }
 
@@ -277,17 +282,13 @@ func levelErr(level string) error {
 	return err
 }
 
-// nsName is a parsed "namespace/name".
-type nsName struct{ ns, name string }
-
-func (n nsName) String() string { return n.ns + "/" + n.name }
-
-func parseNSName(flagName, v string) (nsName, error) {
+// parseNSName parses a "namespace/name" flag value.
+func parseNSName(flagName, v string) (binding.ServiceAccount, error) {
 	ns, name, ok := strings.Cut(v, "/")
 	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nsName{}, fmt.Errorf("--%s: want namespace/name, got %q", flagName, v)
+		return binding.ServiceAccount{}, fmt.Errorf("--%s: want namespace/name, got %q", flagName, v)
 	}
-	return nsName{ns, name}, nil
+	return binding.ServiceAccount{Namespace: ns, Name: name}, nil
 }
 
 func checkOrigin(v string) error {
@@ -315,6 +316,16 @@ type MeshWatchOptions = meshwatch.Options
 // PeerAdmissionOptions are the flags of the admission policy report
 // (--peer-admission-policy, --peer-admission-binding).
 type PeerAdmissionOptions = admission.Options
+
+// SigningOptions configure the signature on the identity headers
+// (--identity-signing-key-file, --identity-accepted-keys-file,
+// --identity-keys-file; internal/signkeys).
+type SigningOptions = signkeys.Options
+
+// FailureLimitOptions are the flags of the limit on failed checks per client
+// address (--source-failure-burst, --source-failure-rate,
+// --source-failure-addresses).
+type FailureLimitOptions = failurelimit.Options
 
 // RoomWatchOptions are the flag of the bridge's room (--bridge-room-url).
 type RoomWatchOptions = roomwatch.Options

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -78,29 +76,5 @@ func TestStrangerRefusedBeforeReview(t *testing.T) {
 				t.Errorf("%d TokenReviews, want %d", got, wantReviews)
 			}
 		})
-	}
-}
-
-// TestPrefilterAgreesWithBindPeer: for every ServiceAccount name, the
-// prefilter refuses exactly those the relay path's rules answer
-// identity_not_allowed after a review.
-func TestPrefilterAgreesWithBindPeer(t *testing.T) {
-	e := newEnv(t, nil)
-	names := []nsName{
-		{"wirekube-system", "wirekube-agent"}, {"wirekube-system", "wirekube-relay-peer-node-b"},
-		{"wirekube-system", "wirekube-relay-peer-x"}, {"wirekube-system", "wirekube-relay-peer-"},
-		{"wirekube-system", "wirekube-relay-pee"}, {"wirekube-system", "other"}, {"default", "wirekube-agent"},
-		{"default", "wirekube-relay-peer-node-b"}, {"monitoring", "prometheus"}, {"kube-system", "default"},
-	}
-	for _, n := range names {
-		username := saUserPrefix + n.ns + ":" + n.name
-		rv := tokenreview.Answer{Authenticated: true, Audiences: []string{contract.DefaultAudience}, Username: username, UID: "uid"}
-		byRules := e.authz.bindPeer(&rv, e.clock.Now().Add(time.Hour)).Reason == contract.ReasonIdentityNotAllowed
-		c := &tokenverify.Claims{}
-		c.Subject = username
-		byPrefilter := !e.authz.admissible(c, pathRelay)
-		if byRules != byPrefilter {
-			t.Errorf("%s: refused by the rules %v, by the prefilter %v", username, byRules, byPrefilter)
-		}
 	}
 }

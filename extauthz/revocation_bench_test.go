@@ -26,7 +26,7 @@ func BenchmarkRevocationBurst(b *testing.B) {
 	for range b.N {
 		e := newEnv(b, nil)
 		objs := &benchObjects{Objects: e.in, pods: map[string]*corev1.Pod{}}
-		e.authz.objects = objs
+		e.authz.rules = newRules(e.authz.cfg, objs)
 		ops := make([]revocation.Op, 0, live+1)
 		for i := range live {
 			name, uid := fmt.Sprintf("bench-%d", i), fmt.Sprintf("uid-bench-%d", i)

@@ -3,8 +3,8 @@ package extauthz
 import (
 	"bytes"
 	"context"
+	"github.com/wirekube/relay-ws/extauthz/internal/binding"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -29,24 +29,24 @@ var (
 )
 
 func podBinding() revocation.Binding {
-	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+	return binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
 		PodName: "agent-a", PodUID: podAUID, NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func nodeBinding() revocation.Binding {
-	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+	return binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
 		NodeName: "node-a", NodeUID: nodeAUID}, "node-a", "node-a", fixtureKey)
 }
 
 func peerSABinding() revocation.Binding {
-	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+	return binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
 		UID: "uid-sa-peer-b"}, "", "node-b", fixtureKeyB)
 }
 
 // peerPodBinding is a per-peer ServiceAccount's Pod-bound token (Pod
 // peer-b-pod on node-a), as a projected token is.
 func peerPodBinding() revocation.Binding {
-	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
+	return binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-relay-peer-node-b",
 		UID: "uid-sa-peer-b", PodName: "peer-b-pod", PodUID: "uid-pod-peer-b", NodeName: "node-a", NodeUID: nodeAUID},
 		"node-a", "node-b", fixtureKeyB)
 }
@@ -55,7 +55,7 @@ func peerPodBinding() revocation.Binding {
 // servers before the Pod's node info in tokens): admission recorded the
 // Pod's node.
 func podNoNodeBinding() revocation.Binding {
-	return bindingOf(&tokenreview.Answer{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
+	return binding.Of(&binding.Subject{Username: "system:serviceaccount:wirekube-system:wirekube-agent", UID: agentSAUID,
 		PodName: "agent-a", PodUID: podAUID}, "node-a", "node-a", fixtureKey)
 }
 

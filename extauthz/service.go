@@ -15,6 +15,7 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/meshwatch"
 	"github.com/wirekube/relay-ws/extauthz/internal/roomwatch"
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 )
 
 // service is what Run builds before it listens: the rooms of extauthz and
@@ -27,7 +28,7 @@ type service struct {
 	rooms   *roomwatch.Watch // nil: --bridge-room-url empty
 	authz   *Authorizer
 	hub     *revocationhub.Hub
-	keyring *keyring
+	keyring *signkeys.Keyring
 }
 
 // newService builds every room, each with its dependencies passed in: the
@@ -48,17 +49,17 @@ func newService(cfg *Config, c Clients, reg prometheus.Registerer, log *slog.Log
 	if s.meshes, err = meshWatch(cfg, c, s.rec, reg, log); err != nil {
 		return nil, err
 	}
-	if s.keyring, err = loadKeyring(cfg.signing); err == nil {
-		err = publishKeyring(s.keyring, cfg.signing) // before any answer is signed with it
+	if s.keyring, err = signkeys.Load(cfg.signing); err == nil {
+		err = signkeys.Publish(s.keyring, cfg.signing) // before any answer is signed with it
 	}
 	if err != nil {
 		return nil, err
 	}
-	log.Info("identity signing key loaded", "signing_key_id", s.keyring.signer.KeyID(),
-		"published_key_ids", s.keyring.fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
+	log.Info("identity signing key loaded", "signing_key_id", s.keyring.Signer().KeyID(),
+		"published_key_ids", s.keyring.Fingerprints(), "keys_file", cfg.signing.IdentityKeysFile)
 	live := revocationhub.NewLiveBindings()
 	deps := Deps{Reviews: c.Reviews, Objects: s.in, Registry: reg, Logger: log,
-		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.signer}
+		Keys: c.Keys, Events: s.rec, Live: live, Signer: s.keyring.Signer()}
 	if cfg.bridgeRoomURL != "" {
 		if s.rooms, err = roomwatch.New(cfg.bridgeRoomURL, reg, log, nil); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
@@ -36,7 +37,7 @@ func TestRelayAllowSignature(t *testing.T) {
 	o := SigningOptions{IdentitySigningKeyFile: filepath.Join(dir, "key.pem"), IdentityKeysFile: filepath.Join(dir, "keys")}
 	writeKeyPEM(t, o.IdentitySigningKeyFile)
 	e := newEnv(t, nil)
-	kr, err := loadKeyring(o)
+	kr, err := signkeys.Load(o)
 	must(t, err)
 	must(t, e.authz.installKeyring(kr, o))
 
@@ -75,7 +76,7 @@ func TestRelayAllowSignature(t *testing.T) {
 func TestPerStartKeyIsMAC(t *testing.T) {
 	o := SigningOptions{IdentityKeysFile: filepath.Join(t.TempDir(), "keys")}
 	e := newEnv(t, nil)
-	kr, err := loadKeyring(o)
+	kr, err := signkeys.Load(o)
 	must(t, err)
 	must(t, e.authz.installKeyring(kr, o))
 	if st, err := os.Stat(o.IdentityKeysFile); err != nil || st.Mode().Perm() != 0o640 {
@@ -129,7 +130,7 @@ func TestSigningKeyReload(t *testing.T) {
 		old := writeKeyPEM(t, o.IdentitySigningKeyFile)
 		writeKeyPEM(t, o.IdentityAcceptedKeysFile) // the next key, published ahead
 		e := newEnv(t, nil)
-		kr, err := loadKeyring(o)
+		kr, err := signkeys.Load(o)
 		must(t, err)
 		must(t, e.authz.installKeyring(kr, o))
 		published := func() map[string]ed25519.PublicKey {
@@ -147,14 +148,14 @@ func TestSigningKeyReload(t *testing.T) {
 		go func() { done <- e.authz.runSigning(ctx, o, kr, e.authz.log) }()
 
 		must(t, os.WriteFile(o.IdentitySigningKeyFile, []byte("not a key"), 0o600))
-		time.Sleep(signingReloadInterval)
+		time.Sleep(signkeys.ReloadInterval)
 		synctest.Wait()
 		if id := e.authz.signer.cur.Load().KeyID(); id != identitysig.KeyID(old.Public().(ed25519.PublicKey)) {
 			t.Fatalf("a broken key file replaced the signer (%s)", id)
 		}
 		next := writeKeyPEM(t, o.IdentitySigningKeyFile)
 		must(t, os.WriteFile(o.IdentityAcceptedKeysFile, pemOfPublic(t, old.Public()), 0o600))
-		time.Sleep(signingReloadInterval)
+		time.Sleep(signkeys.ReloadInterval)
 		synctest.Wait()
 		nextID := identitysig.KeyID(next.Public().(ed25519.PublicKey))
 		if id := e.authz.signer.cur.Load().KeyID(); id != nextID {
@@ -177,21 +178,21 @@ func TestSigningAcceptedKeysFileOptional(t *testing.T) {
 	o := SigningOptions{IdentitySigningKeyFile: filepath.Join(dir, "signing.pem"),
 		IdentityAcceptedKeysFile: filepath.Join(dir, "accepted.pem")}
 	signing := writeKeyPEM(t, o.IdentitySigningKeyFile)
-	kr, err := loadKeyring(o)
+	kr, err := signkeys.Load(o)
 	must(t, err)
 	signingID := identitysig.KeyID(signing.Public().(ed25519.PublicKey))
-	if ids := kr.fingerprints(); len(ids) != 1 || ids[0] != signingID {
+	if ids := kr.Fingerprints(); len(ids) != 1 || ids[0] != signingID {
 		t.Fatalf("published %v without accepted.pem, want only the signing key %s", ids, signingID)
 	}
 	accepted := writeKeyPEM(t, o.IdentityAcceptedKeysFile)
-	kr, err = loadKeyring(o)
+	kr, err = signkeys.Load(o)
 	must(t, err)
 	acceptedID := identitysig.KeyID(accepted.Public().(ed25519.PublicKey))
-	if ids := kr.fingerprints(); len(ids) != 2 || ids[1] != acceptedID {
+	if ids := kr.Fingerprints(); len(ids) != 2 || ids[1] != acceptedID {
 		t.Fatalf("published %v with accepted.pem, want %s and %s", ids, signingID, acceptedID)
 	}
 	must(t, os.WriteFile(o.IdentityAcceptedKeysFile, []byte("not a key"), 0o600))
-	if _, err := loadKeyring(o); err == nil || !strings.Contains(err.Error(), "--identity-accepted-keys-file") {
+	if _, err := signkeys.Load(o); err == nil || !strings.Contains(err.Error(), "--identity-accepted-keys-file") {
 		t.Fatalf("loadKeyring with a broken accepted.pem = %v, want an error naming --identity-accepted-keys-file", err)
 	}
 }

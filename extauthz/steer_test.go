@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -76,7 +77,7 @@ func TestBounceAnswer(t *testing.T) {
 			e := newEnvLogging(t, &logs)
 			e.authz.rooms = fixedRoom{room.Room{Sessions: 99, FullAt: 95, Max: 100}, true}
 			e.authz.dice = func() float64 { return 0.8 }
-			kr, err := loadKeyring(SigningOptions{IdentityKeysFile: keysFile})
+			kr, err := signkeys.Load(SigningOptions{IdentityKeysFile: keysFile})
 			must(t, err)
 			must(t, e.authz.installKeyring(kr, SigningOptions{IdentityKeysFile: keysFile}))
 			tok := e.answer(static(podBound()))

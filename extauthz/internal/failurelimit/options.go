@@ -1,4 +1,4 @@
-package extauthz
+package failurelimit
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// FailureLimitOptions bound the failed checks of one client address.
+// Options bound the failed checks of one client address.
 //
 // The limit counts only checks that fail on what the client itself sent
 // (400 and 401: no token, a malformed, forged, expired or wrong-audience
@@ -15,7 +15,7 @@ import (
 // counted and never refused by it, so a stranger flooding from the address
 // every agent shares (kube-proxy SNAT, a load balancer without client
 // address preservation, one NAT gateway) cannot lock one agent out.
-type FailureLimitOptions struct {
+type Options struct {
 	// SourceFailureBurst is how many failed checks one client address may
 	// make at once before its failures are answered source_rate_limited.
 	// Default 200; 0 turns the limit off.
@@ -27,13 +27,13 @@ type FailureLimitOptions struct {
 	SourceFailureAddresses int
 }
 
-// DefaultFailureLimitOptions are the defaults documented on the fields.
-func DefaultFailureLimitOptions() FailureLimitOptions {
-	return FailureLimitOptions{SourceFailureBurst: 200, SourceFailureRate: 20, SourceFailureAddresses: 25000}
+// DefaultOptions are the defaults documented on the fields.
+func DefaultOptions() Options {
+	return Options{SourceFailureBurst: 200, SourceFailureRate: 20, SourceFailureAddresses: 25000}
 }
 
 // AddFlags registers one flag per field on fs, with o's values as defaults.
-func (o *FailureLimitOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.SourceFailureBurst, "source-failure-burst", o.SourceFailureBurst,
 		"failed checks (400/401) one client address may make at once before they are answered 429 source_rate_limited; passing checks are never limited (0: off)")
 	fs.Float64Var(&o.SourceFailureRate, "source-failure-rate", o.SourceFailureRate, "failed checks per second refilled per client address")
@@ -41,7 +41,7 @@ func (o *FailureLimitOptions) AddFlags(fs *flag.FlagSet) {
 }
 
 // Validate reports every invalid option, each naming its flag.
-func (o *FailureLimitOptions) Validate() error {
+func (o *Options) Validate() error {
 	var errs []error
 	if o.SourceFailureBurst < 0 {
 		errs = append(errs, fmt.Errorf("--source-failure-burst: want >= 0, got %d", o.SourceFailureBurst))

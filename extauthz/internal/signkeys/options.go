@@ -1,4 +1,4 @@
-package extauthz
+package signkeys
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 // Pod (docs/revocation.md#signing).
 const DefaultIdentityKeysFile = "/run/wirekube-revocation/identity-keys"
 
-// SigningOptions configure the signature on the identity headers
+// Options configure the signature on the identity headers
 // (docs/revocation.md#signing).
-type SigningOptions struct {
+type Options struct {
 	// IdentitySigningKeyFile is a PEM Ed25519 private key (PKCS #8, from a
 	// Secret mounted into this container only) to sign with. Empty (the
 	// default): a fresh HMAC-SHA256 key at every start, written to
@@ -37,20 +37,20 @@ type SigningOptions struct {
 	IdentityKeysFile string
 }
 
-// DefaultSigningOptions returns the documented defaults.
-func DefaultSigningOptions() SigningOptions {
-	return SigningOptions{IdentityKeysFile: DefaultIdentityKeysFile}
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{IdentityKeysFile: DefaultIdentityKeysFile}
 }
 
 // AddFlags registers the signing flags on fs.
-func (o *SigningOptions) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.IdentitySigningKeyFile, "identity-signing-key-file", o.IdentitySigningKeyFile, "PEM Ed25519 private key that signs the identity headers (X-WireKube-Signature), re-read every 10s; empty: a fresh HMAC-SHA256 key per start, known only to the bridge of this Pod")
 	fs.StringVar(&o.IdentityAcceptedKeysFile, "identity-accepted-keys-file", o.IdentityAcceptedKeysFile, "PEM Ed25519 keys published to the bridge but never signed with (the next or previous key of a rotation), re-read every 10s; a missing file publishes none")
 	fs.StringVar(&o.IdentityKeysFile, "identity-keys-file", o.IdentityKeysFile, "file the public halves of the identity signing keys (or the per-start MAC key, mode 0640) are written to, for the bridge's --identity-keys-file; empty publishes none")
 }
 
 // Validate reports every invalid field, each error naming its flag.
-func (o *SigningOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.IdentityAcceptedKeysFile != "" && o.IdentitySigningKeyFile == "" {
 		return errors.New("--identity-accepted-keys-file: needs --identity-signing-key-file (a per-start key has no rotation)")
 	}
