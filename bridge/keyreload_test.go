@@ -21,8 +21,8 @@ import (
 // while the key still in the file keeps verifying; a file that stops
 // parsing keeps the keys of the last good read, counted and logged.
 func TestDroppedKeyRefusedAfterReload(t *testing.T) {
-	kept, dropped := signingKey(1), signingKey(2)
-	path := publishKeys(t, kept, dropped)
+	kept, dropped := testutil.SigningKey(1), testutil.SigningKey(2)
+	path := testutil.PublishKeys(t, kept, dropped)
 	synctest.Test(t, func(t *testing.T) {
 		o := DefaultOptions()
 		o.IdentityKeysFile, o.IdentityKeysReloadInterval = path, 10*time.Second
@@ -67,8 +67,8 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 // bridge's last read; signatures by a key never published re-read nothing.
 // Both show in wirekube_bridge_identity_keys_lookup_reads_total.
 func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
-	first, published, stranger := signingKey(1), signingKey(2), signingKey(3)
-	path := publishKeys(t, first)
+	first, published, stranger := testutil.SigningKey(1), testutil.SigningKey(2), testutil.SigningKey(3)
+	path := testutil.PublishKeys(t, first)
 	synctest.Test(t, func(t *testing.T) {
 		o := DefaultOptions()
 		o.IdentityKeysFile = path
@@ -109,7 +109,7 @@ func reloadingVerifier(t *testing.T, o Options, logs *testutil.SyncBuffer, reg *
 		t.Fatal(err)
 	}
 	return kr, func(key ed25519.PrivateKey) contract.Reason {
-		h := signHeaders(identity(testKey(1)), key, time.Now())
+		h := testutil.SignHeaders(identity(testKey(1)), key, time.Now())
 		r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
 			PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
 			TokenExpires: h.Get(contract.HeaderTokenExpires)})
