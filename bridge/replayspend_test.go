@@ -61,7 +61,7 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 			if got := w.Header().Get(contract.HeaderDenyReason); got != string(tt.reason) {
 				t.Fatalf("refused with %d %q, want %q", w.Code, got, tt.reason)
 			}
-			if n := srv.signatures.Replay.Len(); n != 0 {
+			if n := srv.signatures.ReplayEntries(); n != 0 {
 				t.Fatalf("a refused upgrade left %d nonces in the replay cache, want 0", n)
 			}
 		})

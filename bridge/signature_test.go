@@ -157,23 +157,3 @@ func TestMACSessionAdmittedOnce(t *testing.T) {
 	refusedWith(t, h.url, hdr, contract.ReasonIdentitySignatureReplayed)
 	refusedWith(t, h.url, macHeaders(other), contract.ReasonIdentitySignatureInvalid)
 }
-
-// TestSignatureOptionsValidate: each bad value names its flag.
-func TestSignatureOptionsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		mod  func(*Options)
-		flag string
-	}{
-		{func(o *Options) { o.IdentitySignatureMaxAge = 0 }, "--identity-signature-max-age"},
-		{func(o *Options) { o.IdentitySignatureMaxAge = 6 * time.Minute }, "--identity-signature-max-age"},
-		{func(o *Options) { o.IdentityReplayCacheSize = 0 }, "--identity-replay-cache-size"},
-		{func(o *Options) { o.IdentityReplayPeerShare = 0 }, "--identity-replay-peer-share"},
-		{func(o *Options) { o.IdentityReplayPeerShare = 65537 }, "--identity-replay-peer-share"},
-	} {
-		o := DefaultOptions()
-		tc.mod(&o)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.flag) {
-			t.Errorf("Validate = %v, want an error naming %s", err, tc.flag)
-		}
-	}
-}
