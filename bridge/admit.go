@@ -100,7 +100,7 @@ func (s *Server) abandon(relay net.Conn, ticket *peerTicket) {
 
 // admit runs the checks that need no relay: method, body, upgrade headers,
 // identity, origin, subprotocol; the signature's nonce is checked unused
-// here and spent by identitycheck's Spend. Any failure is a deny: fail closed. On a
+// here and spent in handleRelay. Any failure is a deny: fail closed. On a
 // deny the identity returned is what is known for the log line: the
 // request id always, the peer and identity when their headers were valid.
 func (s *Server) admit(r *http.Request) (peerIdentity, identitycheck.Verified, contract.Reason, error) {
