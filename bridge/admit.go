@@ -11,8 +11,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/identitycheck"
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/logging"
 )
 
@@ -60,7 +60,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, id, reason, err)
 		return
 	}
-	if reason, err := s.spendNonce(nonce, &id); reason != "" {
+	if reason, err := s.signatures.Spend(nonce, id.Peer); reason != "" { // the point of no return
 		s.abandon(relay, ticket)
 		s.deny(w, r, id, reason, err)
 		return
@@ -100,13 +100,13 @@ func (s *Server) abandon(relay net.Conn, ticket *peerTicket) {
 
 // admit runs the checks that need no relay: method, body, upgrade headers,
 // identity, origin, subprotocol; the signature's nonce is checked unused
-// here and spent by spendNonce. Any failure is a deny: fail closed. On a
+// here and spent in handleRelay. Any failure is a deny: fail closed. On a
 // deny the identity returned is what is known for the log line: the
 // request id always, the peer and identity when their headers were valid.
-func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, contract.Reason, error) {
+func (s *Server) admit(r *http.Request) (peerIdentity, identitycheck.Verified, contract.Reason, error) {
 	known := knownIdentity(r.Header)
 	if reason, err := checkUpgradeRequest(r); reason != "" {
-		return known, identitysig.Verified{}, reason, err
+		return known, identitycheck.Verified{}, reason, err
 	}
 	id, err := parseIdentity(r.Header)
 	if err == nil {
@@ -116,9 +116,9 @@ func (s *Server) admit(r *http.Request) (peerIdentity, identitysig.Verified, con
 		err = parseClientAddress(r.Header, &id)
 	}
 	if err != nil {
-		return known, identitysig.Verified{}, contract.ReasonIdentityHeaderInvalid, err
+		return known, identitycheck.Verified{}, contract.ReasonIdentityHeaderInvalid, err
 	}
-	nonce, reason, err := s.checkSignature(r.Header, &id)
+	nonce, reason, err := s.signatures.Check(r.Header, id.Peer, id.Subject, id.Binding)
 	if reason != "" {
 		return known, nonce, reason, err
 	}
@@ -148,7 +148,7 @@ func checkUpgradeRequest(r *http.Request) (contract.Reason, error) {
 	case !websocket.IsWebSocketUpgrade(r) || r.Header.Get("Sec-WebSocket-Version") != "13" ||
 		!validChallengeKey(r.Header.Get("Sec-WebSocket-Key")):
 		// The upgrader's own checks, so that it never refuses after
-		// spendNonce: a spent nonce means a 101.
+		// the nonce is spent: a spent nonce means a 101.
 		return contract.ReasonNotWebSocket, errors.New("not a version 13 WebSocket upgrade")
 	}
 	return "", nil
@@ -210,7 +210,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, id peerIdentity, r
 	level := slog.LevelInfo
 	if reason == contract.ReasonIdentityHeaderInvalid {
 		level = slog.LevelError
-	} else if signatureRefusal(reason) {
+	} else if identitycheck.Refusal(reason) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("reason", string(reason)), slog.String("peer", id.Peer),

@@ -9,7 +9,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
 )
 
@@ -84,13 +83,7 @@ func (s *Server) checkBounceAnswer(r *http.Request) (contract.Reason, error) {
 	if len(r.Header.Values(contract.HeaderBinding)) != 1 {
 		return contract.ReasonIdentityHeaderInvalid, errBounceWithIdentity
 	}
-	if s.signatures == nil {
-		return "", nil
-	}
-	_, reason, err := s.signatures.Check(r.Header.Values(contract.HeaderSignature), identitysig.Fields{
-		Binding: contract.BindingBounce, ClientAddress: r.Header.Get(contract.HeaderClientAddress),
-	})
-	return reason, err
+	return s.signatures.CheckBounce(r.Header)
 }
 
 // bounce upgrades and closes at once with 1013 replica_full; by is who drew

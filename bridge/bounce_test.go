@@ -138,7 +138,7 @@ func TestBounceByAuthzDrawsNothing(t *testing.T) {
 // over the bounce binding and client address is denied like any identity
 // header set; a signed one is bounced.
 func TestBounceAnswerChecked(t *testing.T) {
-	key := signingKey(7)
+	key := testutil.SigningKey(7)
 	now := time.Now()
 	bounceHeaders := func(mod func(http.Header)) http.Header {
 		h := http.Header{}
@@ -166,7 +166,7 @@ func TestBounceAnswerChecked(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions("127.0.0.1:1")
-			o.IdentityKeysFile = publishKeys(t, key)
+			o.IdentityKeysFile = testutil.PublishKeys(t, key)
 			srv := mustNew(t, o, &testutil.SyncBuffer{}, prometheus.NewRegistry())
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()

@@ -20,20 +20,20 @@ import (
 // line written before the signature verified shows "unverified", never the
 // header's value.
 func TestClientAddressShown(t *testing.T) {
-	key := signingKey(1)
-	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = publishKeys(t, key); withSessions(o) })
+	key := testutil.SigningKey(1)
+	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = testutil.PublishKeys(t, key); withSessions(o) })
 	k1, k2, k3, k4 := testKey(1), testKey(2), testKey(3), testKey(4)
 
-	h.registeredAs(t, signHeaders(withAddr(identity(k1), "203.0.113.7"), key, time.Now()), k1)
+	h.registeredAs(t, testutil.SignHeaders(withAddr(identity(k1), "203.0.113.7"), key, time.Now()), k1)
 	h2 := identity(k2)
 	h2.Set(contract.HeaderPeer, "node-b")
-	h.registeredAs(t, signHeaders(h2, key, time.Now()), k2)
+	h.registeredAs(t, testutil.SignHeaders(h2, key, time.Now()), k2)
 	h3 := withAddr(identity(k3), "<b>node")
 	h3.Set(contract.HeaderPeer, "node-c")
-	h.registeredAs(t, signHeaders(h3, key, time.Now()), k3)
+	h.registeredAs(t, testutil.SignHeaders(h3, key, time.Now()), k3)
 	h4 := withAddr(identity(k4), "unverified")
 	h4.Set(contract.HeaderPeer, "node-d")
-	h.registeredAs(t, signHeaders(h4, key, time.Now()), k4)
+	h.registeredAs(t, testutil.SignHeaders(h4, key, time.Now()), k4)
 	_, body, l := getSessions(t, h, "")
 	got := map[string]string{}
 	for _, s := range l.Sessions {
@@ -46,7 +46,7 @@ func TestClientAddressShown(t *testing.T) {
 		t.Errorf("the session start line lacks the client address: %s", h.logs)
 	}
 
-	repeated := signHeaders(withAddr(identity(k1), "203.0.113.7"), key, time.Now())
+	repeated := testutil.SignHeaders(withAddr(identity(k1), "203.0.113.7"), key, time.Now())
 	repeated.Add(contract.HeaderClientAddress, "203.0.113.7")
 	refusedWith(t, h.url, repeated, contract.ReasonIdentityHeaderInvalid)
 
@@ -74,13 +74,13 @@ func withAddr(hdr http.Header, addr string) http.Header {
 // signature verified (here a subprotocol the bridge does not speak) logs
 // the signed client address, not "unverified".
 func TestClientAddressOnDenyAfterSignature(t *testing.T) {
-	key := signingKey(1)
+	key := testutil.SigningKey(1)
 	o := testOptions("127.0.0.1:1")
-	o.IdentityKeysFile = publishKeys(t, key)
+	o.IdentityKeysFile = testutil.PublishKeys(t, key)
 	logs := &testutil.SyncBuffer{}
 	srv := mustNew(t, o, logs, prometheus.NewRegistry())
 	r := upgradeRequest()
-	for k, v := range signHeaders(withAddr(identity(testKey(1)), "203.0.113.7"), key, time.Now()) {
+	for k, v := range testutil.SignHeaders(withAddr(identity(testKey(1)), "203.0.113.7"), key, time.Now()) {
 		r.Header[k] = v
 	}
 	r.Header.Set("Sec-WebSocket-Protocol", "chat")

@@ -56,7 +56,7 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 	reloaded := make(chan struct{})
 	go func() { // owned: received below, once ctx is done
 		defer close(reloaded)
-		s.keyReload.run(ctx)
+		s.signatures.Run(ctx)
 	}()
 	defer func() { <-reloaded }()
 	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),

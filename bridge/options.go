@@ -92,10 +92,10 @@ type Options struct {
 	// key-mismatch backoff.
 	RecoveryOptions
 	// SignatureOptions: the check of extauthz's signature on the identity
-	// headers (signature.go).
+	// headers (internal/identitycheck).
 	SignatureOptions
 	// KeysReloadOptions: the periodic re-read of the keys file the
-	// signature check trusts (keyreload.go).
+	// signature check trusts (internal/identitycheck).
 	KeysReloadOptions
 	// ReexportOptions: other containers' metrics on ReexportPath
 	// (bridge/internal/reexport).

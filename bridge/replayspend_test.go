@@ -22,7 +22,7 @@ import (
 // a later check refuses leaves the replay cache as it was; only the 101
 // spends the nonce.
 func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
-	key := signingKey(1)
+	key := testutil.SigningKey(1)
 	tests := []struct {
 		name   string
 		opts   func(*Options)
@@ -42,7 +42,7 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions("127.0.0.1:1")
-			o.IdentityKeysFile = publishKeys(t, key)
+			o.IdentityKeysFile = testutil.PublishKeys(t, key)
 			o.DialRelay = func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("relay down (test)") }
 			if tt.opts != nil {
 				tt.opts(&o)
@@ -52,7 +52,7 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 				tt.before(srv)
 			}
 			r := upgradeRequest()
-			signHeaders(r.Header, key, time.Now())
+			testutil.SignHeaders(r.Header, key, time.Now())
 			if tt.req != nil {
 				tt.req(r)
 			}
@@ -61,7 +61,7 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 			if got := w.Header().Get(contract.HeaderDenyReason); got != string(tt.reason) {
 				t.Fatalf("refused with %d %q, want %q", w.Code, got, tt.reason)
 			}
-			if n := srv.signatures.Replay.Len(); n != 0 {
+			if n := srv.signatures.ReplayEntries(); n != 0 {
 				t.Fatalf("a refused upgrade left %d nonces in the replay cache, want 0", n)
 			}
 		})
@@ -72,17 +72,17 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 // fill its share of the replay cache, its next one is refused 429
 // identity_replay_peer_share and another peer is still admitted.
 func TestPeerAtShareLeavesOthersAdmitted(t *testing.T) {
-	key := signingKey(1)
+	key := testutil.SigningKey(1)
 	h := startBridge(t, func(o *Options) {
-		o.IdentityKeysFile = publishKeys(t, key)
+		o.IdentityKeysFile = testutil.PublishKeys(t, key)
 		o.IdentityReplayPeerShare = 2
 	})
 	ka, kb := testKey(1), testKey(2)
 	for range 2 {
-		h.registeredAs(t, signHeaders(identity(ka), key, time.Now()), ka).Close()
+		h.registeredAs(t, testutil.SignHeaders(identity(ka), key, time.Now()), ka).Close()
 	}
 	d := websocket.Dialer{Subprotocols: []string{contract.Subprotocol}, HandshakeTimeout: 5 * time.Second}
-	ws, resp, err := d.Dial(h.url, signHeaders(identity(ka), key, time.Now()))
+	ws, resp, err := d.Dial(h.url, testutil.SignHeaders(identity(ka), key, time.Now()))
 	if err == nil {
 		ws.Close()
 		t.Fatal("third upgrade of node-a admitted, want 429 identity_replay_peer_share")
@@ -93,7 +93,7 @@ func TestPeerAtShareLeavesOthersAdmitted(t *testing.T) {
 	}
 	other := identity(kb)
 	other.Set(contract.HeaderPeer, "node-b")
-	h.registeredAs(t, signHeaders(other, key, time.Now()), kb).Close()
+	h.registeredAs(t, testutil.SignHeaders(other, key, time.Now()), kb).Close()
 	if got := promtest.ToFloat64(h.srv.metrics.rejects.WithLabelValues(string(contract.ReasonIdentityReplayPeerShare))); got != 1 {
 		t.Errorf("rejects_total{reason=identity_replay_peer_share} = %v, want 1", got)
 	}
@@ -105,9 +105,9 @@ func TestPeerAtShareLeavesOthersAdmitted(t *testing.T) {
 // admitted ones until its share of 4 is spent (3 beyond the session it
 // held). Another peer is admitted after each flood.
 func TestOnePeerFloodingLeavesOthersAdmitted(t *testing.T) {
-	key := signingKey(1)
+	key := testutil.SigningKey(1)
 	h := startBridge(t, func(o *Options) {
-		o.IdentityKeysFile = publishKeys(t, key)
+		o.IdentityKeysFile = testutil.PublishKeys(t, key)
 		o.IdentityReplayCacheSize, o.IdentityReplayPeerShare = 16, 4
 		o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 1, 1
 	})
@@ -115,7 +115,7 @@ func TestOnePeerFloodingLeavesOthersAdmitted(t *testing.T) {
 	signedAs := func(peer string, k relayproto.Key) http.Header {
 		hdr := identity(k)
 		hdr.Set(contract.HeaderPeer, peer)
-		return signHeaders(hdr, key, time.Now())
+		return testutil.SignHeaders(hdr, key, time.Now())
 	}
 	held := h.registeredAs(t, signedAs("node-a", ka), ka)
 	for i := range 40 {

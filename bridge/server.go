@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wirekube/relay-ws/bridge/internal/identitycheck"
 	"github.com/wirekube/relay-ws/bridge/internal/reexport"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/sessionlist"
 	"github.com/wirekube/relay-ws/internal/contract"
-	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
 )
 
@@ -45,14 +45,13 @@ type Server struct {
 	revoker       *revocationclient.Client // ends sessions whose authorization ended
 	owners        keyOwners                // the session of each registered key
 	probeUpgrader websocket.Upgrader
-	hold          *relayHold            // upgrades waiting for the relay (hold.go)
-	peers         *peerLimits           // per-peer bounds (peerlimit.go)
-	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
-	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
-	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
-	full          atomic.Bool           // past the --unready-at mark (fullready.go)
-	bounceDice    func() float64        // the bounce draw, uniform in [0, 1): math/rand (bounce.go); tests set it
-	bounceLingers atomic.Int32          // bounced connections waiting for the client's close (bounce.go)
+	hold          *relayHold             // upgrades waiting for the relay (hold.go)
+	peers         *peerLimits            // per-peer bounds (peerlimit.go)
+	backoff       *keyBackoff            // key-mismatch windows (backoff.go)
+	signatures    *identitycheck.Checker // the identity headers' signature and its keys (internal/identitycheck)
+	full          atomic.Bool            // past the --unready-at mark (fullready.go)
+	bounceDice    func() float64         // the bounce draw, uniform in [0, 1): math/rand (bounce.go); tests set it
+	bounceLingers atomic.Int32           // bounced connections waiting for the client's close (bounce.go)
 
 	// Idle readers (park.go): parking is on while Run serves; the poller
 	// is made at the first park.
@@ -132,10 +131,7 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
-	if s.keyReload, err = newKeyReloader(cfg, logger, reg); err != nil {
-		return nil, err
-	}
-	if s.signatures, err = newSignatureCheck(cfg, s.keyReload, logger, reg); err != nil {
+	if s.signatures, err = identitycheck.New(cfg.SignatureOptions, cfg.KeysReloadOptions, logger, reg); err != nil {
 		return nil, err
 	}
 	if err := registerStateMetrics(reg, s); err != nil {

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"net"
 	"net/http"
@@ -21,47 +20,12 @@ import (
 	"github.com/wirekube/relay-ws/internal/test/testutil"
 )
 
-// signingKey is a deterministic Ed25519 key standing in for extauthz's.
-func signingKey(b byte) ed25519.PrivateKey {
-	seed := make([]byte, ed25519.SeedSize)
-	for i := range seed {
-		seed[i] = b ^ byte(i)
-	}
-	return ed25519.NewKeyFromSeed(seed)
-}
-
-// publishKeys writes the public halves of privs as extauthz would and
-// returns the file.
-func publishKeys(t *testing.T, privs ...ed25519.PrivateKey) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "identity-keys")
-	var pubs []ed25519.PublicKey
-	for _, p := range privs {
-		pubs = append(pubs, p.Public().(ed25519.PublicKey))
-	}
-	if err := identitysig.WritePublicKeys(path, pubs); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// signHeaders adds the signature of signer (its clock at) over hdr's
-// identity headers, as extauthz's answer carries it.
-func signHeaders(hdr http.Header, key ed25519.PrivateKey, at time.Time) http.Header {
-	s := identitysig.NewSigner(key, func() time.Time { return at })
-	hdr.Set(contract.HeaderSignature, s.Sign(identitysig.Fields{Peer: hdr.Get(contract.HeaderPeer),
-		PublicKey: hdr.Get(contract.HeaderPublicKey), Identity: hdr.Get(contract.HeaderIdentity),
-		TokenExpires: hdr.Get(contract.HeaderTokenExpires), Binding: hdr.Get(contract.HeaderBinding),
-		ClientAddress: hdr.Get(contract.HeaderClientAddress)}))
-	return hdr
-}
-
 // TestSignatureRefusedBeforeDial: identity headers the bridge cannot
 // verify are refused with their reason before the relay is dialled (and so
 // before any upgrade), logged at warning level without the signature; a
 // valid one gets as far as the relay dial.
 func TestSignatureRefusedBeforeDial(t *testing.T) {
-	key, other := signingKey(1), signingKey(2)
+	key, other := testutil.SigningKey(1), testutil.SigningKey(2)
 	now := time.Now()
 	signed := func(mod func(http.Header)) func() http.Header {
 		return func() http.Header {
@@ -69,7 +33,7 @@ func TestSignatureRefusedBeforeDial(t *testing.T) {
 			if mod != nil {
 				mod(hdr)
 			}
-			return signHeaders(hdr, key, now)
+			return testutil.SignHeaders(hdr, key, now)
 		}
 	}
 	after := func(sign func() http.Header, mod func(http.Header)) func() http.Header {
@@ -82,7 +46,7 @@ func TestSignatureRefusedBeforeDial(t *testing.T) {
 	}{
 		{"valid reaches the relay dial", signed(nil), contract.ReasonRelayUnavailable},
 		{"unsigned", func() http.Header { return identity(testKey(1)) }, contract.ReasonIdentitySignatureMissing},
-		{"signed by an unpublished key", func() http.Header { return signHeaders(identity(testKey(1)), other, now) }, contract.ReasonIdentitySignatureInvalid},
+		{"signed by an unpublished key", func() http.Header { return testutil.SignHeaders(identity(testKey(1)), other, now) }, contract.ReasonIdentitySignatureInvalid},
 		{"peer changed after signing", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderPeer, "node-b") }), contract.ReasonIdentitySignatureInvalid},
 		{"key changed after signing", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderPublicKey, testKey(2).Base64()) }), contract.ReasonIdentitySignatureInvalid},
 		{"identity changed after signing", after(signed(nil), func(h http.Header) {
@@ -99,14 +63,14 @@ func TestSignatureRefusedBeforeDial(t *testing.T) {
 		{"client address added after signing", after(signed(nil), withClient("198.51.100.9")), contract.ReasonIdentitySignatureInvalid},
 		{"repeated", after(signed(nil), func(h http.Header) { h.Add(contract.HeaderSignature, h.Get(contract.HeaderSignature)) }), contract.ReasonIdentitySignatureInvalid},
 		{"garbage", after(signed(nil), func(h http.Header) { h.Set(contract.HeaderSignature, "v1.secret-token-value") }), contract.ReasonIdentitySignatureInvalid},
-		{"stale", func() http.Header { return signHeaders(identity(testKey(1)), key, now.Add(-31*time.Second)) }, contract.ReasonIdentitySignatureStale},
-		{"from the future", func() http.Header { return signHeaders(identity(testKey(1)), key, now.Add(time.Minute)) }, contract.ReasonIdentitySignatureStale},
+		{"stale", func() http.Header { return testutil.SignHeaders(identity(testKey(1)), key, now.Add(-31*time.Second)) }, contract.ReasonIdentitySignatureStale},
+		{"from the future", func() http.Header { return testutil.SignHeaders(identity(testKey(1)), key, now.Add(time.Minute)) }, contract.ReasonIdentitySignatureStale},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var dials atomic.Int32
 			o := testOptions("127.0.0.1:1")
-			o.IdentityKeysFile = publishKeys(t, key)
+			o.IdentityKeysFile = testutil.PublishKeys(t, key)
 			o.DialRelay = func(context.Context, string, string) (net.Conn, error) {
 				dials.Add(1)
 				return nil, errors.New("relay down (test)")
@@ -157,13 +121,13 @@ func withClient(addr string) func(http.Header) {
 // through a real relay; the same set sent again is refused as a replay,
 // and a fresh signature of the same identity is admitted.
 func TestSignedSessionNotReplayable(t *testing.T) {
-	key := signingKey(1)
-	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = publishKeys(t, key) })
+	key := testutil.SigningKey(1)
+	h := startBridge(t, func(o *Options) { o.IdentityKeysFile = testutil.PublishKeys(t, key) })
 	k := testKey(1)
-	hdr := signHeaders(identity(k), key, time.Now())
+	hdr := testutil.SignHeaders(identity(k), key, time.Now())
 	h.registeredAs(t, hdr, k)
 	refusedWith(t, h.url, hdr, contract.ReasonIdentitySignatureReplayed)
-	h.registeredAs(t, signHeaders(identity(k), key, time.Now()), k)
+	h.registeredAs(t, testutil.SignHeaders(identity(k), key, time.Now()), k)
 	if got := promtest.ToFloat64(h.srv.metrics.rejects.WithLabelValues(string(contract.ReasonIdentitySignatureReplayed))); got != 1 {
 		t.Errorf("replayed rejects = %v, want 1", got)
 	}
@@ -192,24 +156,4 @@ func TestMACSessionAdmittedOnce(t *testing.T) {
 	h.registeredAs(t, hdr, testKey(1))
 	refusedWith(t, h.url, hdr, contract.ReasonIdentitySignatureReplayed)
 	refusedWith(t, h.url, macHeaders(other), contract.ReasonIdentitySignatureInvalid)
-}
-
-// TestSignatureOptionsValidate: each bad value names its flag.
-func TestSignatureOptionsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		mod  func(*Options)
-		flag string
-	}{
-		{func(o *Options) { o.IdentitySignatureMaxAge = 0 }, "--identity-signature-max-age"},
-		{func(o *Options) { o.IdentitySignatureMaxAge = 6 * time.Minute }, "--identity-signature-max-age"},
-		{func(o *Options) { o.IdentityReplayCacheSize = 0 }, "--identity-replay-cache-size"},
-		{func(o *Options) { o.IdentityReplayPeerShare = 0 }, "--identity-replay-peer-share"},
-		{func(o *Options) { o.IdentityReplayPeerShare = 65537 }, "--identity-replay-peer-share"},
-	} {
-		o := DefaultOptions()
-		tc.mod(&o)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.flag) {
-			t.Errorf("Validate = %v, want an error naming %s", err, tc.flag)
-		}
-	}
 }

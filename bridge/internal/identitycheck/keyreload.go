@@ -1,4 +1,4 @@
-package bridge
+package identitycheck
 
 import (
 	"context"
@@ -12,6 +12,12 @@ import (
 	"github.com/wirekube/relay-ws/internal/identitysig"
 )
 
+// keysMinReload bounds how often an unknown key id re-reads an unchanged
+// keys file; within it, each unknown key id costs a stat of the file, and
+// a re-read only when the stat shows the file changed (a key just
+// published is trusted on the first request that names it).
+const keysMinReload = time.Second
+
 // keyReloader re-reads the identity keys file every interval while the
 // bridge runs, so that a dropped key is forgotten without a request to
 // prompt it (FileKeys.Lookup re-reads only for an unknown key id: after
@@ -24,14 +30,11 @@ type keyReloader struct {
 	lookupReads prometheus.CounterFunc
 }
 
-// newKeyReloader returns the reloader of cfg's keys file, nil when the
-// signature check is off, and registers its metrics.
-func newKeyReloader(cfg *Config, log *slog.Logger, reg prometheus.Registerer) (*keyReloader, error) {
-	if cfg.IdentityKeysFile == "" {
-		return nil, nil
-	}
-	k := &keyReloader{keys: identitysig.NewFileKeys(cfg.IdentityKeysFile, keysMinReload),
-		every: cfg.IdentityKeysReloadInterval, log: log,
+// newKeyReloader returns the reloader of the keys file at path, re-read
+// every interval, and registers its metrics.
+func newKeyReloader(path string, every time.Duration, log *slog.Logger, reg prometheus.Registerer) (*keyReloader, error) {
+	k := &keyReloader{keys: identitysig.NewFileKeys(path, keysMinReload),
+		every: every, log: log,
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wirekube_bridge_identity_keys_reload_errors_total",
 			Help: "Re-reads of --identity-keys-file that failed (missing or not parsing); the keys of the last good read stay trusted.",

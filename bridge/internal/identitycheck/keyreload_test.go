@@ -1,8 +1,10 @@
-package bridge
+package identitycheck
 
 import (
 	"context"
 	"crypto/ed25519"
+	"log/slog"
+	"net/http"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -21,13 +23,12 @@ import (
 // while the key still in the file keeps verifying; a file that stops
 // parsing keeps the keys of the last good read, counted and logged.
 func TestDroppedKeyRefusedAfterReload(t *testing.T) {
-	kept, dropped := signingKey(1), signingKey(2)
-	path := publishKeys(t, kept, dropped)
+	kept, dropped := testutil.SigningKey(1), testutil.SigningKey(2)
+	path := testutil.PublishKeys(t, kept, dropped)
 	synctest.Test(t, func(t *testing.T) {
-		o := DefaultOptions()
-		o.IdentityKeysFile, o.IdentityKeysReloadInterval = path, 10*time.Second
+		o := testOptions(path)
 		logs, reg := &testutil.SyncBuffer{}, prometheus.NewRegistry()
-		kr, verify := reloadingVerifier(t, o, logs, reg)
+		c, verify := reloadingCheck(t, o, logs, reg)
 		if r := verify(dropped); r != "" {
 			t.Fatalf("before the drop: %q, want admitted", r)
 		}
@@ -36,8 +37,8 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
-		go func() { defer close(done); kr.run(ctx) }()
-		time.Sleep(o.IdentityKeysReloadInterval)
+		go func() { defer close(done); c.Run(ctx) }()
+		time.Sleep(o.reload.IdentityKeysReloadInterval)
 		synctest.Wait()
 		if r := verify(dropped); r != contract.ReasonIdentitySignatureInvalid {
 			t.Errorf("one interval after the drop: %q, want %q", r, contract.ReasonIdentitySignatureInvalid)
@@ -48,12 +49,12 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 		if err := os.WriteFile(path, []byte("ed25519 broken\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(o.IdentityKeysReloadInterval)
+		time.Sleep(o.reload.IdentityKeysReloadInterval)
 		synctest.Wait()
 		if r := verify(kept); r != "" {
 			t.Errorf("after a bad re-read: %q, want the last good keys", r)
 		}
-		if n := promtest.ToFloat64(kr.errors); n != 1 {
+		if n := promtest.ToFloat64(c.keys.errors); n != 1 {
 			t.Errorf("reload errors = %v, want 1", n)
 		}
 		testutil.Contains(t, logs.String(), "identity keys file not re-read")
@@ -67,13 +68,12 @@ func TestDroppedKeyRefusedAfterReload(t *testing.T) {
 // bridge's last read; signatures by a key never published re-read nothing.
 // Both show in wirekube_bridge_identity_keys_lookup_reads_total.
 func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
-	first, published, stranger := signingKey(1), signingKey(2), signingKey(3)
-	path := publishKeys(t, first)
+	first, published, stranger := testutil.SigningKey(1), testutil.SigningKey(2), testutil.SigningKey(3)
+	path := testutil.PublishKeys(t, first)
 	synctest.Test(t, func(t *testing.T) {
-		o := DefaultOptions()
-		o.IdentityKeysFile = path
+		o := testOptions(path)
 		reg := prometheus.NewRegistry()
-		kr, verify := reloadingVerifier(t, o, &testutil.SyncBuffer{}, reg)
+		c, verify := reloadingCheck(t, o, &testutil.SyncBuffer{}, reg)
 		if r := verify(first); r != "" {
 			t.Fatalf("the first key: %q, want admitted", r)
 		}
@@ -89,30 +89,53 @@ func TestPublishedKeyAdmittedAtOnce(t *testing.T) {
 				t.Fatalf("a key never published: %q, want %q", r, contract.ReasonIdentitySignatureInvalid)
 			}
 		}
-		if n := promtest.ToFloat64(kr.lookupReads); n != 2 {
+		if n := promtest.ToFloat64(c.keys.lookupReads); n != 2 {
 			t.Errorf("lookup reads = %v, want 2 (the first read and the published key's)", n)
 		}
 	})
 }
 
-// reloadingVerifier builds the bridge's key reloader and signature check
-// for o, and returns what the check answers for identity headers signed by
-// a key ("" when admitted).
-func reloadingVerifier(t *testing.T, o Options, logs *testutil.SyncBuffer, reg *prometheus.Registry) (*keyReloader, func(ed25519.PrivateKey) contract.Reason) {
+// options are the two option sets New takes.
+type options struct {
+	sig    SignatureOptions
+	reload KeysReloadOptions
+}
+
+// testOptions are the defaults with the keys file at path, re-read every
+// 10 s.
+func testOptions(path string) options {
+	o := options{sig: DefaultSignatureOptions(), reload: KeysReloadOptions{IdentityKeysReloadInterval: 10 * time.Second}}
+	o.sig.IdentityKeysFile = path
+	return o
+}
+
+// identityHeaders are the identity headers of one agent, as a front
+// forwards them from extauthz's answer.
+func identityHeaders() http.Header {
+	h := http.Header{}
+	h.Set(contract.HeaderPeer, "node-a")
+	h.Set(contract.HeaderPublicKey, "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=")
+	h.Set(contract.HeaderIdentity, "system:serviceaccount:wirekube-system:wirekube-agent")
+	h.Set(contract.HeaderTokenExpires, "2030-01-02T03:04:05Z")
+	return h
+}
+
+// reloadingCheck builds the check (its key reloader included) for o, and
+// returns what Check then Spend answer for identity headers signed by a
+// key ("" when admitted).
+func reloadingCheck(t *testing.T, o options, logs *testutil.SyncBuffer, reg *prometheus.Registry) (*Checker, func(ed25519.PrivateKey) contract.Reason) {
 	t.Helper()
-	kr, err := newKeyReloader(&Config{Options: o}, newTestLogger(logs), reg)
+	c, err := New(o.sig, o.reload, slog.New(slog.NewJSONHandler(logs, nil)), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := newSignatureCheck(&Config{Options: o}, kr, newTestLogger(logs), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kr, func(key ed25519.PrivateKey) contract.Reason {
-		h := signHeaders(identity(testKey(1)), key, time.Now())
-		r, _ := v.Verify(h.Values(contract.HeaderSignature), identitysig.Fields{Peer: h.Get(contract.HeaderPeer),
-			PublicKey: h.Get(contract.HeaderPublicKey), Identity: h.Get(contract.HeaderIdentity),
-			TokenExpires: h.Get(contract.HeaderTokenExpires)})
+	return c, func(key ed25519.PrivateKey) contract.Reason {
+		h := testutil.SignHeaders(identityHeaders(), key, time.Now())
+		ok, r, _ := c.Check(h, h.Get(contract.HeaderPeer), h.Get(contract.HeaderIdentity), "")
+		if r != "" {
+			return r
+		}
+		r, _ = c.Spend(ok, h.Get(contract.HeaderPeer))
 		return r
 	}
 }

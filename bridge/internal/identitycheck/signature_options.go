@@ -1,4 +1,4 @@
-package bridge
+package identitycheck
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// DefaultIdentityKeysFile is extauthz's --identity-keys-file: the public
+// DefaultKeysFile is extauthz's --identity-keys-file: the public
 // keys it signs the identity headers with, in the directory the Pod's two
 // containers share (docs/revocation.md#signing).
-const DefaultIdentityKeysFile = "/run/wirekube-revocation/identity-keys"
+const DefaultKeysFile = "/run/wirekube-revocation/identity-keys"
 
 // SignatureOptions are the settings of the identity header signature check
 // (docs/revocation.md#signing).
@@ -20,7 +20,7 @@ type SignatureOptions struct {
 	// --identity-keys-reload-interval and when a signature names an
 	// unknown key id: at once when a stat shows the file changed, else at
 	// most once a second). Default
-	// DefaultIdentityKeysFile. Empty turns the check off: then whoever
+	// DefaultKeysFile. Empty turns the check off: then whoever
 	// reaches the bridge's listener can claim any identity. Only for a
 	// bridge whose listener no one but its front can reach (a Unix socket),
 	// and for tests.
@@ -50,7 +50,7 @@ type SignatureOptions struct {
 
 // DefaultSignatureOptions returns the documented defaults.
 func DefaultSignatureOptions() SignatureOptions {
-	return SignatureOptions{IdentityKeysFile: DefaultIdentityKeysFile, IdentitySignatureMaxAge: 30 * time.Second,
+	return SignatureOptions{IdentityKeysFile: DefaultKeysFile, IdentitySignatureMaxAge: 30 * time.Second,
 		IdentityReplayCacheSize: 65536, IdentityReplayPeerShare: 64}
 }
 
