@@ -36,8 +36,30 @@ func (s *Server) ListenAndRun(ctx context.Context) error {
 // ctx is done, then drains (see Drain) and returns. It closes both
 // listeners. The error is nil after a drain, or the first serve failure.
 func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
-	// Timeouts cover plain HTTP requests (probes, denials); upgraded
-	// connections are hijacked and follow the session rules instead.
+	servers, listeners := s.httpServers(ln, adminLn)
+	s.startParking()
+	defer s.stopParking() // after the drain: no session is left
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
+	defer s.runBackground(ctx)()
+	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),
+		slog.String("relay", s.cfg.RelayAddr), slog.String("path", s.cfg.Path))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc: // a listener failed: drain and report it
+	}
+	return s.shutdown(servers, errc, serveErr)
+}
+
+// httpServers builds the relay listener's server and, with adminLn, the
+// metrics listener's. Timeouts cover plain HTTP requests (probes,
+// denials); upgraded connections are hijacked and follow the session
+// rules instead.
+func (s *Server) httpServers(ln, adminLn net.Listener) ([]*http.Server, []net.Listener) {
 	newServer := func(h http.Handler) *http.Server {
 		return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	}
@@ -47,42 +69,38 @@ func (s *Server) Run(ctx context.Context, ln, adminLn net.Listener) error {
 		servers = append(servers, newServer(s.AdminHandler()))
 		listeners = append(listeners, adminLn)
 	}
-	s.startParking()
-	defer s.stopParking() // after the drain: no session is left
-	errc := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { errc <- srv.Serve(listeners[i]) }()
-	}
+	return servers, listeners
+}
+
+// runBackground starts the key reload and the revocation stream, and
+// returns what stops and awaits them. The revocation stream outlives ctx
+// until that call, after the drain: sessions still open during the drain
+// stay revocable.
+func (s *Server) runBackground(ctx context.Context) (stop func()) {
 	reloaded := make(chan struct{})
-	go func() { // owned: received below, once ctx is done
+	go func() { // owned: received in stop
 		defer close(reloaded)
 		s.signatures.Run(ctx)
 	}()
-	defer func() { <-reloaded }()
-	s.log.Info("bridge serving", slog.String("listen", ln.Addr().String()),
-		slog.String("relay", s.cfg.RelayAddr), slog.String("path", s.cfg.Path))
-
-	// The revocation stream outlives ctx until the drain is over: sessions
-	// still open during the drain stay revocable.
 	rctx, stopRevoker := context.WithCancel(context.WithoutCancel(ctx))
 	revoked := make(chan error, 1)
 	go func() { revoked <- s.revoker.Run(rctx) }()
-	defer func() {
+	return func() {
+		stopRevoker()
 		if err := <-revoked; err != nil {
 			s.log.Error("revocation stream", slog.String("error", err.Error()))
 		}
-	}()
-	defer stopRevoker()
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc: // a listener failed: drain and report it
+		<-reloaded
 	}
-	// The main listener closes first, so a front with another bridge retries
-	// there (nginx proxy_next_upstream, Envoy retry_on connect-failure); see
-	// docs/bridge.md "Drain". Requests already in (held ones are answered
-	// 503 draining at once) finish; /readyz on the metrics listener fails.
+}
+
+// shutdown drains and closes the servers and reports the first serve
+// error. The main listener closes first, so a front with another bridge
+// retries there (nginx proxy_next_upstream, Envoy retry_on
+// connect-failure); see docs/bridge.md "Drain". Requests already in (held
+// ones are answered 503 draining at once) finish; /readyz on the metrics
+// listener fails.
+func (s *Server) shutdown(servers []*http.Server, errc <-chan error, serveErr error) error {
 	s.beginDrain()
 	refused := make(chan struct{})
 	go func() { // owned: received below
