@@ -10,20 +10,24 @@ import (
 )
 
 // TestAddedRoundTripRow: the chain's round trip added to direct TCP's is
-// compared with what WireKube's gateway adds in the same run, and an
-// absent path reads "not measured".
+// compared with what WireKube's gateway adds in the same run, against the
+// row's own ceiling, and an absent path reads "not measured".
 func TestAddedRoundTripRow(t *testing.T) {
 	r := &Result{Paths: map[string]*Figures{
 		pDirect:   {P50: 30 * time.Microsecond},
 		pChain:    {P50: 140 * time.Microsecond},
 		pWireKube: {P50: 120 * time.Microsecond},
 	}}
-	got := r.addedRow("added", pChain, pWireKube)
-	if got.Value != "+110us" || got.Baseline != "WireKube +90us" || got.Ratio != "1.22" || got.Met != "NO" {
-		t.Errorf("row %+v, want +110us against WireKube +90us, ratio 1.22, not met", got)
+	got := r.addedRow("added", pChain, pWireKube, 1.2)
+	if got.Value != "+110us" || got.Baseline != "WireKube +90us" || got.Ratio != "1.22" || got.Goal != "<= 1.2x" || got.Met != "NO" {
+		t.Errorf("row %+v, want +110us against WireKube +90us, ratio 1.22 over the goal <= 1.2x, not met", got)
+	}
+	r.Paths[pChain].P50 = 130 * time.Microsecond
+	if got := r.addedRow("added", pChain, pWireKube, 1.2); got.Ratio != "1.11" || got.Met != "yes" {
+		t.Errorf("row %+v, want ratio 1.11 under the goal <= 1.2x, met", got)
 	}
 	delete(r.Paths, pWireKube)
-	if got := r.addedRow("added", pChain, pWireKube); got.Met != "not measured" {
+	if got := r.addedRow("added", pChain, pWireKube, 1.2); got.Met != "not measured" {
 		t.Errorf("row without the WireKube path %+v, want not measured", got)
 	}
 }
