@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/bridge/internal/reexport"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/sessionlist"
@@ -46,8 +47,8 @@ type Server struct {
 	owners        keyOwners                // the session of each registered key
 	probeUpgrader websocket.Upgrader
 	hold          *relayHold            // upgrades waiting for the relay (hold.go)
-	peers         *peerLimits           // per-peer bounds (peerlimit.go)
-	backoff       *keyBackoff           // key-mismatch windows (backoff.go)
+	peers         *peerlimit.Limits     // per-peer bounds (internal/peerlimit)
+	backoff       *peerlimit.Backoff    // key-mismatch windows (internal/peerlimit)
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
@@ -107,8 +108,8 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: revoker,
 		listing: newListing(cfg),
-		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
-		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
+		peers:   peerlimit.New(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
+		backoff: peerlimit.NewBackoff(cfg.KeyMismatchBackoffMax, peerlimit.BackoffEntries, time.Now),
 	}
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -79,7 +80,7 @@ type session struct {
 	// listed; read-only after.
 	seq uint64
 
-	ticket *peerTicket // the peer's share of the per-peer limits (peeradmit.go)
+	ticket *peerlimit.Ticket // the peer's share of the per-peer limits (peeradmit.go)
 
 	mu       sync.Mutex
 	result   *closeError    // set once by end
