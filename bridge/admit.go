@@ -50,7 +50,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ticket, reason := s.admitPeer(w, id, probe)
+	ticket, reason := s.peers.admit(w, id, probe)
 	if reason != "" {
 		s.deny(w, r, id, reason, nil)
 		return

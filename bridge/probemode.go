@@ -63,7 +63,7 @@ func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, 
 	// The linger counts against the peer (internal/peerlimit/probe.go): past its share
 	// the probe closes at once.
 	s.closeLingering(ws, ce, func() (func(), bool) {
-		return func() { s.peers.EndLinger(id.Peer) }, s.peers.StartLinger(id.Peer)
+		return func() { s.peers.limits.EndLinger(id.Peer) }, s.peers.limits.StartLinger(id.Peer)
 	})
 }
 

@@ -172,7 +172,7 @@ func TestPeerLimitsBeforeTheUpgrade(t *testing.T) {
 func waitCounts(t *testing.T, s *Server, peer string, sessions, unreg int) {
 	t.Helper()
 	testutil.Eventually(t, fmt.Sprintf("peer %s with %d sessions, %d unregistered", peer, sessions, unreg), func() bool {
-		a, b := s.peers.Counts(peer)
+		a, b := s.peers.limits.Counts(peer)
 		return a == sessions && b == unreg
 	})
 }
@@ -183,7 +183,7 @@ func TestKeyMismatchBackoffBeforeTheUpgrade(t *testing.T) {
 	ws := h.dial(t, identity(k))
 	send(t, ws, relayproto.AppendRegister(nil, testKey(2)))
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch)
-	testutil.Eventually(t, "the mismatch struck", func() bool { return h.srv.backoff.Len() == 1 })
+	testutil.Eventually(t, "the mismatch struck", func() bool { return h.srv.peers.backoff.Len() == 1 })
 	r := tryDial(h.url, identity(k))
 	if r.err == nil {
 		r.ws.Close()
@@ -195,7 +195,7 @@ func TestKeyMismatchBackoffBeforeTheUpgrade(t *testing.T) {
 	// The peer's key changed: admitted at once.
 	fixed := h.register(t, testKey(3))
 	fixed.Close()
-	if h.srv.backoff.Len() != 0 {
+	if h.srv.peers.backoff.Len() != 0 {
 		t.Fatal("a verified Register did not reset the backoff")
 	}
 }
@@ -233,7 +233,7 @@ func TestProbeModeNeverReachesTheRelay(t *testing.T) {
 			}
 		})
 	}
-	if h.srv.backoff.Len() != 0 {
+	if h.srv.peers.backoff.Len() != 0 {
 		t.Fatal("a probe's mismatch counted for the backoff")
 	}
 }
@@ -288,7 +288,7 @@ func TestRegisteredBeforeRelaySeesRegister(t *testing.T) {
 	}
 	// The bridge is still inside its write of the run: nothing after the
 	// Register's first bytes has been read from the pipe.
-	if sessions, unreg := h.srv.peers.Counts("node-a"); sessions != 1 || unreg != 0 {
+	if sessions, unreg := h.srv.peers.limits.Counts("node-a"); sessions != 1 || unreg != 0 {
 		t.Fatalf("when the relay saw Register: %d sessions, %d unregistered; want 1, 0", sessions, unreg)
 	}
 }

@@ -47,8 +47,7 @@ type Server struct {
 	owners        keyOwners                // the session of each registered key
 	probeUpgrader websocket.Upgrader
 	hold          *relayHold            // upgrades waiting for the relay (hold.go)
-	peers         *peerlimit.Limits     // per-peer bounds (internal/peerlimit)
-	backoff       *peerlimit.Backoff    // key-mismatch windows (internal/peerlimit)
+	peers         peerAdmission         // per-peer bounds, key-mismatch windows (peeradmit.go)
 	signatures    *identitysig.Verifier // nil: the signature check is off (signature.go)
 	keyReload     *keyReloader          // nil: the signature check is off (keyreload.go)
 	full          atomic.Bool           // past the --unready-at mark (fullready.go)
@@ -108,8 +107,9 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: revoker,
 		listing: newListing(cfg),
-		peers:   peerlimit.New(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
-		backoff: peerlimit.NewBackoff(cfg.KeyMismatchBackoffMax, peerlimit.BackoffEntries, time.Now),
+		peers: peerAdmission{limits: peerlimit.New(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
+			backoff: peerlimit.NewBackoff(cfg.KeyMismatchBackoffMax, peerlimit.BackoffEntries, time.Now),
+			strikes: m.keyBackoffStrikes, log: logger},
 	}
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost

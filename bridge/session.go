@@ -233,7 +233,7 @@ func (s *session) registered() {
 	s.mu.Lock()
 	s.regTimer.Stop()
 	s.mu.Unlock()
-	s.srv.onRegistered(s)
+	s.srv.peers.registered(s.ticket, &s.id)
 	s.refreshReadDeadline()
 }
 

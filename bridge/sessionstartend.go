@@ -48,7 +48,11 @@ func (s *Server) finishSession(sess *session, ce *closeError) {
 	defer s.releaseSlot()
 	s.revoker.Remove(sess.rev)
 	s.owners.release(sess)
-	s.onSessionEnd(sess, ce)
+	var closed contract.Reason // the close of a session that ended without one: none
+	if ce != nil {
+		closed = ce.reason
+	}
+	s.peers.ended(sess.ticket, &sess.id, closed)
 
 	s.listing.Remove(sess)
 	s.mu.Lock()
