@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/wirekube/relay-ws/bridge/internal/identitycheck"
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/logging"
 )
@@ -49,14 +50,14 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ticket, reason := s.admitPeer(w, id, probe)
+	ticket, reason := s.peers.admit(w, id, probe)
 	if reason != "" {
 		s.deny(w, r, id, reason, nil)
 		return
 	}
 	relay, reason, err := s.connectRelay(r.Context()) // may hold (hold.go)
 	if reason != "" {
-		ticket.release()
+		ticket.Release()
 		s.deny(w, r, id, reason, err)
 		return
 	}
@@ -78,8 +79,8 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		_ = relay.Close() // reached, and never written to (probemode.go)
 		go func() {
 			defer s.releaseSlot()
-			defer ticket.release() // after a failed verdict too; later calls do nothing
-			s.serveProbe(ws, id, r.RemoteAddr, ticket.release)
+			defer ticket.Release() // after a failed verdict too; later calls do nothing
+			s.serveProbe(ws, id, r.RemoteAddr, ticket.Release)
 		}()
 		return
 	}
@@ -92,10 +93,10 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 
 // abandon gives back what an admitted request held once it will not be
 // upgraded: the relay connection, its global slot and the peer's share.
-func (s *Server) abandon(relay net.Conn, ticket *peerTicket) {
+func (s *Server) abandon(relay net.Conn, ticket *peerlimit.Ticket) {
 	_ = relay.Close()
 	s.releaseSlot()
-	ticket.release()
+	ticket.Release()
 }
 
 // admit runs the checks that need no relay: method, body, upgrade headers,

@@ -21,7 +21,7 @@ import (
 // Held requests take no session slot (so a flood of them cannot crowd out
 // sessions when the relay returns) and count against their own bound,
 // --relay-wait-max: beyond it 503 relay_wait_full at once. Each peer can
-// hold at most its unregistered share (peerLimits), so one identity cannot
+// hold at most its unregistered share (internal/peerlimit), so one identity cannot
 // fill the bound either. The drain answers every held request 503 draining.
 type relayHold struct {
 	max         int

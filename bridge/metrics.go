@@ -203,10 +203,10 @@ func registerStateMetrics(reg prometheus.Registerer, s *Server) error {
 	drainRate.Set(s.cfg.DrainRate)
 	backoffLen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "key_mismatch_backoff_identities",
 		Help: "Identities remembered by the key-mismatch backoff (bounded LRU)."},
-		func() float64 { return float64(s.backoff.len()) })
+		func() float64 { return float64(s.peers.backoff.Len()) })
 	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "peers_active",
 		Help: "WireKubePeers with at least one admitted request (per-peer limits)."},
-		func() float64 { return float64(s.peers.len()) })
+		func() float64 { return float64(s.peers.limits.Len()) })
 	return register(reg, limit, drainRate, backoffLen, peers)
 }
 

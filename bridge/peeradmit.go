@@ -1,25 +1,40 @@
 package bridge
 
 import (
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
-// admitPeer runs the per-identity checks before the relay dial: the
+// peerAdmission is the Server's side of the per-peer limits and the
+// key-mismatch backoff (internal/peerlimit): their answers turned into
+// HTTP (Retry-After), the strike counter and its log line. It reads
+// nothing of the Server; New gives it every part.
+type peerAdmission struct {
+	limits  *peerlimit.Limits
+	backoff *peerlimit.Backoff
+	strikes prometheus.Counter // wirekube_bridge_key_mismatch_strikes_total
+	log     *slog.Logger
+}
+
+// admit runs the per-identity checks before the relay dial: the
 // key-mismatch backoff (403 register_key_mismatch with Retry-After) and
 // the per-peer limits (429 with Retry-After). The ticket must be released
 // when the request or its session ends.
-func (s *Server) admitPeer(w http.ResponseWriter, id peerIdentity, probe bool) (*peerTicket, contract.Reason) {
-	if left, refused := s.backoff.refused(id); refused {
+func (a *peerAdmission) admit(w http.ResponseWriter, id peerIdentity, probe bool) (*peerlimit.Ticket, contract.Reason) {
+	if left, refused := a.backoff.Refused(id.backoffID()); refused {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(left.Seconds()))))
 		return nil, contract.CloseRegisterKeyMismatch
 	}
-	acquire := s.peers.acquire
+	acquire := a.limits.Acquire
 	if probe {
-		acquire = s.peers.acquireProbe // apart from the sessions (probelimit.go)
+		acquire = a.limits.AcquireProbe // apart from the sessions (internal/peerlimit/probe.go)
 	}
 	t, reason := acquire(id.Peer)
 	if reason != "" {
@@ -28,26 +43,31 @@ func (s *Server) admitPeer(w http.ResponseWriter, id peerIdentity, probe bool) (
 	return t, reason
 }
 
-// onRegistered runs once a session's Register is verified: the session
-// leaves the peer's unregistered bound and its key-mismatch strikes are
-// forgotten.
-func (s *Server) onRegistered(sess *session) {
-	if sess.ticket != nil {
-		sess.ticket.markRegistered()
-	}
-	s.backoff.reset(sess.id)
+// backoffID is what the key-mismatch backoff is kept for.
+func (id *peerIdentity) backoffID() peerlimit.Identity {
+	return peerlimit.Identity{Subject: id.Subject, Peer: id.Peer, Key: id.Key}
 }
 
-// onSessionEnd releases the peer's share and counts a key mismatch
-// towards the identity's backoff window.
-func (s *Server) onSessionEnd(sess *session, ce *closeError) {
-	if sess.ticket != nil {
-		sess.ticket.release()
+// registered runs once a session's Register is verified: the session
+// leaves the peer's unregistered bound and its key-mismatch strikes are
+// forgotten.
+func (a *peerAdmission) registered(t *peerlimit.Ticket, id *peerIdentity) {
+	if t != nil {
+		t.MarkRegistered()
 	}
-	if ce != nil && ce.reason == contract.CloseRegisterKeyMismatch {
-		window := s.backoff.strike(sess.id)
-		s.metrics.keyBackoffStrikes.Inc()
-		s.log.Warn("key mismatch: upgrades of this identity are refused for a while",
-			"peer", sess.id.Peer, "identity", sess.id.Subject, "window", window.String())
+	a.backoff.Reset(id.backoffID())
+}
+
+// ended releases the peer's share when a session ends and counts a close
+// with register_key_mismatch towards the identity's backoff window.
+func (a *peerAdmission) ended(t *peerlimit.Ticket, id *peerIdentity, closed contract.Reason) {
+	if t != nil {
+		t.Release()
+	}
+	if closed == contract.CloseRegisterKeyMismatch {
+		window := a.backoff.Strike(id.backoffID())
+		a.strikes.Inc()
+		a.log.Warn("key mismatch: upgrades of this identity are refused for a while",
+			"peer", id.Peer, "identity", id.Subject, "window", window.String())
 	}
 }

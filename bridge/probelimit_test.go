@@ -66,12 +66,12 @@ func TestProbeLingerCountsAgainstThePeer(t *testing.T) {
 		return r.ws
 	}
 	first := silentProbe()
-	testutil.Eventually(t, "the first probe lingering", func() bool { p, l := h.srv.peers.probeCounts("node-a"); return p == 0 && l == 1 })
+	testutil.Eventually(t, "the first probe lingering", func() bool { p, l := h.srv.peers.limits.ProbeCounts("node-a"); return p == 0 && l == 1 })
 	second := silentProbe()
 	defer second.Close()
 	testutil.Eventually(t, "one global slot held (the first probe's linger)", func() bool { return h.srv.slotsNow() == 1 })
 	first.Close()
-	testutil.Eventually(t, "no slot and no peer entry left", func() bool { return h.srv.slotsNow() == 0 && h.srv.peers.len() == 0 })
+	testutil.Eventually(t, "no slot and no peer entry left", func() bool { return h.srv.slotsNow() == 0 && h.srv.peers.limits.Len() == 0 })
 }
 
 // slotsNow is the number of admitted requests holding a global slot.

@@ -60,10 +60,10 @@ func (s *Server) serveProbe(ws *websocket.Conn, id peerIdentity, remote string, 
 	if ce.code == 0 {
 		return
 	}
-	// The linger counts against the peer (probelimit.go): past its share
+	// The linger counts against the peer (internal/peerlimit/probe.go): past its share
 	// the probe closes at once.
 	s.closeLingering(ws, ce, func() (func(), bool) {
-		return func() { s.peers.endLinger(id.Peer) }, s.peers.startLinger(id.Peer)
+		return func() { s.peers.limits.EndLinger(id.Peer) }, s.peers.limits.StartLinger(id.Peer)
 	})
 }
 

@@ -19,129 +19,6 @@ import (
 	"github.com/wirekube/relay-ws/relayproto"
 )
 
-func TestPeerLimits(t *testing.T) {
-	type step struct {
-		op   string // acquire, register, release
-		idx  int    // ticket index for register/release
-		want contract.Reason
-	}
-	tests := []struct {
-		name              string
-		maxSess, maxUnreg int
-		steps             []step
-	}{
-		{"live session plus its replacement", 2, 1, []step{
-			{"acquire", 0, ""}, {"register", 0, ""}, {"acquire", 1, ""},
-			{"acquire", 2, contract.ReasonPeerSessionLimit},
-		}},
-		{"second unregistered refused", 2, 1, []step{
-			{"acquire", 0, ""}, {"acquire", 1, contract.ReasonPeerUnregisteredLimit},
-			{"register", 0, ""}, {"acquire", 1, ""},
-		}},
-		{"release frees both bounds", 2, 1, []step{
-			{"acquire", 0, ""}, {"release", 0, ""}, {"acquire", 1, ""}, {"register", 1, ""},
-			{"acquire", 2, ""}, {"acquire", 3, contract.ReasonPeerSessionLimit},
-			{"release", 1, ""}, {"acquire", 3, contract.ReasonPeerUnregisteredLimit},
-		}},
-		{"repeated register and release are no-ops", 1, 1, []step{
-			{"acquire", 0, ""}, {"register", 0, ""}, {"register", 0, ""}, {"release", 0, ""}, {"release", 0, ""},
-			{"acquire", 1, ""},
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l := newPeerLimits(tc.maxSess, tc.maxUnreg)
-			tickets := map[int]*peerTicket{}
-			for i, st := range tc.steps {
-				switch st.op {
-				case "acquire":
-					tk, reason := l.acquire("node-a")
-					if reason != st.want {
-						t.Fatalf("step %d: acquire = %q, want %q", i, reason, st.want)
-					}
-					if tk != nil {
-						tickets[st.idx] = tk
-					}
-				case "register":
-					tickets[st.idx].markRegistered()
-				case "release":
-					tickets[st.idx].release()
-				}
-			}
-			if other, r := l.acquire("node-b"); r != "" {
-				t.Fatalf("another peer refused: %s", r)
-			} else {
-				other.release()
-			}
-			for _, tk := range tickets {
-				tk.release()
-			}
-			if l.len() != 0 {
-				t.Fatalf("%d peers left after every release", l.len())
-			}
-		})
-	}
-}
-
-func TestKeyBackoffWindows(t *testing.T) {
-	clock := &backoffClock{now: time.Unix(1000, 0)}
-	b := newKeyBackoff(8*time.Second, 2)
-	b.now = clock.Now
-	a := peerIdentity{Peer: "node-a", Subject: "sa-a", Key: testKey(1)}
-	var windows []time.Duration
-	for range 6 {
-		w := b.strike(a)
-		windows = append(windows, w)
-		if left, refused := b.refused(a); !refused || left != w {
-			t.Fatalf("right after a strike: refused %v left %s, want %s", refused, left, w)
-		}
-		clock.Advance(w)
-		if _, refused := b.refused(a); refused {
-			t.Fatalf("still refused after the %s window", w)
-		}
-	}
-	want := []time.Duration{1, 2, 4, 8, 8, 8}
-	for i := range want {
-		if windows[i] != want[i]*time.Second {
-			t.Fatalf("windows %v, want %v seconds", windows, want)
-		}
-	}
-
-	b.reset(a)
-	if w := b.strike(a); w != time.Second {
-		t.Fatalf("after a verified Register the window is %s, want 1s", w)
-	}
-	fixed := a
-	fixed.Key = testKey(9) // the WireKubePeer's key changed
-	if _, refused := b.refused(fixed); refused {
-		t.Fatal("a changed peer key is still refused")
-	}
-	if _, refused := b.refused(a); refused {
-		t.Fatal("the strikes survived the key change")
-	}
-
-	b.strike(a)
-	b.strike(a)
-	clock.Advance(2*time.Second + 8*time.Second + time.Millisecond) // quiet for a whole max after the window
-	if w := b.strike(a); w != time.Second {
-		t.Fatalf("after a quiet period the window is %s, want 1s", w)
-	}
-
-	// Bounded: the LRU keeps 2 identities.
-	for i := range 5 {
-		b.strike(peerIdentity{Peer: "p", Subject: string(rune('a' + i)), Key: testKey(1)})
-	}
-	if b.len() != 2 {
-		t.Fatalf("LRU holds %d identities, want 2", b.len())
-	}
-}
-
-// backoffClock is a clock the test moves (one goroutine).
-type backoffClock struct{ now time.Time }
-
-func (c *backoffClock) Now() time.Time          { return c.now }
-func (c *backoffClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
-
 // flakyRelay fails every dial while down is set, then dials the real relay.
 type flakyRelay struct {
 	addr  string
@@ -295,7 +172,7 @@ func TestPeerLimitsBeforeTheUpgrade(t *testing.T) {
 func waitCounts(t *testing.T, s *Server, peer string, sessions, unreg int) {
 	t.Helper()
 	testutil.Eventually(t, fmt.Sprintf("peer %s with %d sessions, %d unregistered", peer, sessions, unreg), func() bool {
-		a, b := s.peers.counts(peer)
+		a, b := s.peers.limits.Counts(peer)
 		return a == sessions && b == unreg
 	})
 }
@@ -306,7 +183,7 @@ func TestKeyMismatchBackoffBeforeTheUpgrade(t *testing.T) {
 	ws := h.dial(t, identity(k))
 	send(t, ws, relayproto.AppendRegister(nil, testKey(2)))
 	expectClose(t, ws, websocket.ClosePolicyViolation, contract.CloseRegisterKeyMismatch)
-	testutil.Eventually(t, "the mismatch struck", func() bool { return h.srv.backoff.len() == 1 })
+	testutil.Eventually(t, "the mismatch struck", func() bool { return h.srv.peers.backoff.Len() == 1 })
 	r := tryDial(h.url, identity(k))
 	if r.err == nil {
 		r.ws.Close()
@@ -318,7 +195,7 @@ func TestKeyMismatchBackoffBeforeTheUpgrade(t *testing.T) {
 	// The peer's key changed: admitted at once.
 	fixed := h.register(t, testKey(3))
 	fixed.Close()
-	if h.srv.backoff.len() != 0 {
+	if h.srv.peers.backoff.Len() != 0 {
 		t.Fatal("a verified Register did not reset the backoff")
 	}
 }
@@ -356,7 +233,7 @@ func TestProbeModeNeverReachesTheRelay(t *testing.T) {
 			}
 		})
 	}
-	if h.srv.backoff.len() != 0 {
+	if h.srv.peers.backoff.Len() != 0 {
 		t.Fatal("a probe's mismatch counted for the backoff")
 	}
 }
@@ -411,7 +288,7 @@ func TestRegisteredBeforeRelaySeesRegister(t *testing.T) {
 	}
 	// The bridge is still inside its write of the run: nothing after the
 	// Register's first bytes has been read from the pipe.
-	if sessions, unreg := h.srv.peers.counts("node-a"); sessions != 1 || unreg != 0 {
+	if sessions, unreg := h.srv.peers.limits.Counts("node-a"); sessions != 1 || unreg != 0 {
 		t.Fatalf("when the relay saw Register: %d sessions, %d unregistered; want 1, 0", sessions, unreg)
 	}
 }

@@ -33,9 +33,9 @@ func TestRefusedUpgradeSpendsNoNonce(t *testing.T) {
 		{"origin", nil, nil, func(r *http.Request) { r.Header.Set("Origin", "https://elsewhere.example") }, contract.ReasonOriginNotAllowed},
 		{"subprotocol", nil, nil, func(r *http.Request) { r.Header.Set("Sec-WebSocket-Protocol", "other") }, contract.ReasonSubprotocol},
 		{"peer session limit", func(o *Options) { o.MaxSessionsPerPeer, o.MaxUnregisteredPerPeer = 1, 1 },
-			func(s *Server) { s.peers.acquire("node-a") }, nil, contract.ReasonPeerSessionLimit},
+			func(s *Server) { s.peers.limits.Acquire("node-a") }, nil, contract.ReasonPeerSessionLimit},
 		{"peer unregistered limit", func(o *Options) { o.MaxUnregisteredPerPeer = 1 },
-			func(s *Server) { s.peers.acquire("node-a") }, nil, contract.ReasonPeerUnregisteredLimit},
+			func(s *Server) { s.peers.limits.Acquire("node-a") }, nil, contract.ReasonPeerUnregisteredLimit},
 		{"global slots", func(o *Options) { o.MaxSessions = 1 }, func(s *Server) { s.acquire() }, nil, contract.ReasonAtCapacity},
 		{"relay down", nil, nil, nil, contract.ReasonRelayUnavailable},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wirekube/relay-ws/bridge/internal/identitycheck"
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/bridge/internal/reexport"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/sessionlist"
@@ -46,8 +47,7 @@ type Server struct {
 	owners        keyOwners                // the session of each registered key
 	probeUpgrader websocket.Upgrader
 	hold          *relayHold             // upgrades waiting for the relay (hold.go)
-	peers         *peerLimits            // per-peer bounds (peerlimit.go)
-	backoff       *keyBackoff            // key-mismatch windows (backoff.go)
+	peers         peerAdmission          // per-peer bounds, key-mismatch windows (peeradmit.go)
 	signatures    *identitycheck.Checker // the identity headers' signature and its keys (internal/identitycheck)
 	full          atomic.Bool            // past the --unready-at mark (fullready.go)
 	bounceDice    func() float64         // the bounce draw, uniform in [0, 1): math/rand (bounce.go); tests set it
@@ -106,8 +106,9 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		resolvePeers: cfg.ResolvePeers, ownAddrs: interfaceAddrs,
 		revoker: revoker,
 		listing: newListing(cfg),
-		peers:   newPeerLimits(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
-		backoff: newKeyBackoff(cfg.KeyMismatchBackoffMax, keyBackoffEntries),
+		peers: peerAdmission{limits: peerlimit.New(cfg.MaxSessionsPerPeer, cfg.MaxUnregisteredPerPeer),
+			backoff: peerlimit.NewBackoff(cfg.KeyMismatchBackoffMax, peerlimit.BackoffEntries, time.Now),
+			strikes: m.keyBackoffStrikes, log: logger},
 	}
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost

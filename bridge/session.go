@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/bridge/internal/revocationclient"
 	"github.com/wirekube/relay-ws/bridge/internal/wsframe"
 	"github.com/wirekube/relay-ws/internal/contract"
@@ -79,7 +80,7 @@ type session struct {
 	// listed; read-only after.
 	seq uint64
 
-	ticket *peerTicket // the peer's share of the per-peer limits (peeradmit.go)
+	ticket *peerlimit.Ticket // the peer's share of the per-peer limits (peeradmit.go)
 
 	mu       sync.Mutex
 	result   *closeError    // set once by end
@@ -232,7 +233,7 @@ func (s *session) registered() {
 	s.mu.Lock()
 	s.regTimer.Stop()
 	s.mu.Unlock()
-	s.srv.onRegistered(s)
+	s.srv.peers.registered(s.ticket, &s.id)
 	s.refreshReadDeadline()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/wirekube/relay-ws/bridge/internal/peerlimit"
 	"github.com/wirekube/relay-ws/internal/contract"
 )
 
@@ -19,7 +20,7 @@ import (
 // at its end and releases its slot. It runs in the goroutine handleRelay
 // starts for the session, which may end before the session does when it
 // parks (park.go).
-func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string, ticket *peerTicket) {
+func (s *Server) serveSession(ws *websocket.Conn, relay net.Conn, id peerIdentity, remote string, ticket *peerlimit.Ticket) {
 	sess := newSession(s, ws, relay, id, remote)
 	sess.ticket = ticket
 
@@ -47,7 +48,11 @@ func (s *Server) finishSession(sess *session, ce *closeError) {
 	defer s.releaseSlot()
 	s.revoker.Remove(sess.rev)
 	s.owners.release(sess)
-	s.onSessionEnd(sess, ce)
+	var closed contract.Reason // the close of a session that ended without one: none
+	if ce != nil {
+		closed = ce.reason
+	}
+	s.peers.ended(sess.ticket, &sess.id, closed)
 
 	s.listing.Remove(sess)
 	s.mu.Lock()

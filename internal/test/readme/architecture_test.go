@@ -10,7 +10,7 @@ import (
 
 // codeRef is how docs/architecture.md names code: a repository path in
 // backticks, optionally followed by ":" and a function of that file
-// (`bridge/peerlimit.go:peerLimits.acquire`, `bridge/recovery_test.go:TestPeerLimits`,
+// (`bridge/internal/peerlimit/limits.go:Limits.Acquire`, `bridge/internal/peerlimit/limits_test.go:TestPeerLimits`,
 // `e2e/fronts_test.go:env.testFrontMatrix`, a subtest as `TestCheck/case`).
 var codeRef = regexp.MustCompile("`([A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\\.[a-z]+)(?::([A-Za-z0-9_]+(?:\\.[A-Za-z0-9_]+)?)(?:/[^`]*)?)?`")
 
