@@ -39,18 +39,7 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.bounce(w, r, id, BounceByBridge)
 		return
 	}
-	if !s.revoker.Vouching() { // it could not end this session if it had to
-		s.deny(w, r, id, contract.ReasonRevocationUnavailable, nil)
-		return
-	}
-	if !probe { // a probe registers nothing: it takes no key from anyone
-		if holder := s.owners.heldByOther(&id); holder != nil {
-			s.logKeyHeld(id, holder.id, "upgrade")
-			s.deny(w, r, id, contract.ReasonKeyHeldByOtherBinding, nil)
-			return
-		}
-	}
-	ticket, reason := s.peers.admit(w, id, probe)
+	ticket, reason := s.takeRoom(w, &id, probe)
 	if reason != "" {
 		s.deny(w, r, id, reason, nil)
 		return
@@ -66,6 +55,28 @@ func (s *Server) handleRelay(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, id, reason, err)
 		return
 	}
+	s.upgrade(w, r, id, relay, ticket, probe)
+}
+
+// takeRoom checks that this bridge could end the session (the revocation
+// stream vouches), that no other live binding holds the key, and takes the
+// peer's share: the ticket, or the reason to deny.
+func (s *Server) takeRoom(w http.ResponseWriter, id *peerIdentity, probe bool) (*peerlimit.Ticket, contract.Reason) {
+	if !s.revoker.Vouching() { // it could not end this session if it had to
+		return nil, contract.ReasonRevocationUnavailable
+	}
+	if !probe { // a probe registers nothing: it takes no key from anyone
+		if holder := s.owners.heldByOther(id); holder != nil {
+			s.logKeyHeld(*id, holder.id, "upgrade")
+			return nil, contract.ReasonKeyHeldByOtherBinding
+		}
+	}
+	return s.peers.admit(w, *id, probe)
+}
+
+// upgrade answers 101 and hands the connection to its session (or probe)
+// goroutine; a failed upgrade gives back what the request held.
+func (s *Server) upgrade(w http.ResponseWriter, r *http.Request, id peerIdentity, relay net.Conn, ticket *peerlimit.Ticket, probe bool) {
 	upgrader := &s.upgrader
 	if probe {
 		upgrader = &s.probeUpgrader
