@@ -113,22 +113,8 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 	if s.resolvePeers == nil {
 		s.resolvePeers = net.DefaultResolver.LookupHost
 	}
-	s.upgrader = websocket.Upgrader{
-		HandshakeTimeout: cfg.WriteTimeout,
-		// The bridge reads client frames itself (wsdecode.go), so gorilla's
-		// read buffer is never used: keep it at its minimum. Write buffers
-		// come from a shared pool and are held only while a message is
-		// written.
-		ReadBufferSize:  readBufferSize,
-		WriteBufferSize: 16 << 10,
-		WriteBufferPool: &sync.Pool{},
-		Subprotocols:    []string{contract.Subprotocol},
-		CheckOrigin:     s.originAllowed,
-		Error:           s.upgradeError,
-	}
-	s.probeUpgrader = s.upgrader
+	s.upgrader, s.probeUpgrader = s.upgraders()
 	s.bounceDice = rand.Float64
-	s.probeUpgrader.Subprotocols = []string{contract.SubprotocolProbe} // probemode.go
 	s.ready = &readiness{probe: s.probeRelay, now: time.Now, fresh: 5 * time.Second, probeInterval: time.Second,
 		probeTimeout: cfg.RelayDialTimeout + time.Second}
 	s.hold = newRelayHold(cfg.RelayWaitMax, s.probeRelay, s.ready.markOK)
@@ -139,6 +125,27 @@ func New(cfg *Config, logger *slog.Logger, reg *prometheus.Registry) (*Server, e
 		return nil, fmt.Errorf("bridge: metrics: %w", err)
 	}
 	return s, nil
+}
+
+// upgraders builds the upgrader of sessions and the one of probes, which
+// differs only in its subprotocol (probemode.go).
+func (s *Server) upgraders() (session, probe websocket.Upgrader) {
+	session = websocket.Upgrader{
+		HandshakeTimeout: s.cfg.WriteTimeout,
+		// The bridge reads client frames itself (internal/wsframe), so
+		// gorilla's read buffer is never used: keep it at its minimum.
+		// Write buffers come from a shared pool and are held only while a
+		// message is written.
+		ReadBufferSize:  readBufferSize,
+		WriteBufferSize: 16 << 10,
+		WriteBufferPool: &sync.Pool{},
+		Subprotocols:    []string{contract.Subprotocol},
+		CheckOrigin:     s.originAllowed,
+		Error:           s.upgradeError,
+	}
+	probe = session
+	probe.Subprotocols = []string{contract.SubprotocolProbe}
+	return session, probe
 }
 
 // readBufferSize is gorilla's per-connection read buffer (unused; 125 is
