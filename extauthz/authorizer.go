@@ -21,9 +21,9 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
-	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
+	"github.com/wirekube/relay-ws/extauthz/internal/standin"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
@@ -86,9 +86,12 @@ type Authorizer struct {
 	// failures limits the failed checks of one client address
 	// (internal/failurelimit, failurelimit.go); nil: off.
 	failures *failurelimit.Limiter
-	// after holds the follow-up reviews of --on-review-throttled=review-after
-	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
-	after *reviewafter.Queue[*followUp]
+	// after owes and makes the follow-up reviews of
+	// --on-review-throttled=review-after (extauthz/internal/standin, its
+	// queue extauthz/internal/reviewafter); nil under deny.
+	after *standin.After
+	// standIns answer when TokenReview cannot (extauthz/internal/standin).
+	standIns *standin.StandIns
 	// rooms and dice steer new sessions away from a full bridge
 	// (steer.go); rooms nil: off. dice is never nil.
 	rooms Rooms
@@ -142,10 +145,8 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	if d.Live != nil {
 		a.holders, notify = d.Live, d.Live.Notify
 	}
-	if cfg.onThrottled == ThrottledReviewAfter {
-		if a.after, err = newFollowUps(cfg.afterPending, d.Registry, d.Now, notify); err != nil {
-			return nil, fmt.Errorf("extauthz metrics: %w", err)
-		}
+	if a.after, a.standIns, err = newStandIns(cfg, d, rv, notify); err != nil {
+		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
 	if d.Signer == nil {
 		kr, _ := signkeys.Load(signkeys.Options{}) // a per-start key pair: cannot fail
@@ -153,6 +154,46 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a.signer.cur.Store(d.Signer)
 	return a, nil
+}
+
+// newStandIns builds what stands in for TokenReview: the follow-ups of
+// --on-review-throttled=review-after (nil under deny; a failed one marks
+// its binding's objects changed on notify) and the offline review.
+func newStandIns(cfg *Config, d Deps, rv *tokenreview.Reviewer, notify func(string)) (*standin.After, *standin.StandIns, error) {
+	var after *standin.After
+	if cfg.onThrottled == ThrottledReviewAfter {
+		var err error
+		after, err = standin.NewAfter(standin.AfterConfig{Max: cfg.afterPending, Reg: d.Registry, Now: d.Now,
+			Notify: notify, Reviewer: rv, Refuses: refusesFor(cfg.audience), Inflight: cfg.maxInflight})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return after, standin.New(standin.Config{OnUnavailable: cfg.onUnavailable, OfflineWindow: cfg.offlineWindow,
+		Audience: cfg.audience, InOutage: rv.InOutage, After: after}), nil
+}
+
+// RunReviewAfter makes the owed follow-up reviews, --max-inflight-reviews
+// at a time (each still takes its turn in the review gate), until ctx is
+// done. It returns at once under --on-review-throttled=deny.
+func (a *Authorizer) RunReviewAfter(ctx context.Context) error {
+	if a.after == nil {
+		return nil
+	}
+	a.after.Run(ctx)
+	return nil
+}
+
+// observeOffline counts the checks decided offline.
+func (a *Authorizer) observeOffline(d Decision) {
+	if !d.Offline {
+		return
+	}
+	result := "allow"
+	if !d.Allowed() {
+		result = "deny"
+	}
+	a.metrics.offlineChecks.WithLabelValues(result).Inc()
 }
 
 // RunKeys loads the token verification keys and keeps them fresh until ctx

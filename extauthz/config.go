@@ -34,7 +34,7 @@ type Config struct {
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (internal/tokenverify,
-	// offline.go, internal/reviewgate).
+	// internal/standin, internal/reviewgate).
 	issuers        []string
 	jwksInterval   time.Duration
 	jwksMinRefresh time.Duration

@@ -198,6 +198,11 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 	return a.bindIdentity(req, &c) // the allowlist, or the WireKubePeer, its key and the key's holder
 }
 
+// refusesFor is the follow-up reviews' rule: checkReview's, for audience.
+func refusesFor(audience string) func(rv *tokenreview.Answer, token string) bool {
+	return func(rv *tokenreview.Answer, token string) bool { return checkReview(rv, token, audience) != "" }
+}
+
 // checkReview maps a TokenReview answer (fresh or cached, positive or
 // negative: the same rule runs on both) to a deny reason.
 func checkReview(rv *tokenreview.Answer, token, audience string) contract.Reason {
