@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
 	"github.com/wirekube/relay-ws/extauthz/internal/standin"
+	"github.com/wirekube/relay-ws/extauthz/internal/steering"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
@@ -57,11 +57,16 @@ type Deps struct {
 	// Authorizer is built (signkeys.Publish). nil: a per-start key pair.
 	Signer *identitysig.Signer
 	// Rooms is the room of the bridge beside this extauthz
-	// (--bridge-room-url; steer.go); nil steers nothing.
+	// (--bridge-room-url; internal/steering); nil steers nothing.
 	Rooms Rooms
 	// Dice draws the bounce, uniform in [0, 1); nil: math/rand/v2.
 	Dice func() float64
 }
+
+// Rooms is the room of the bridge beside this extauthz
+// (extauthz/internal/roomwatch.Watch, --bridge-room-url): ok is false
+// while it is unread or stale.
+type Rooms = steering.Rooms
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
 type Authorizer struct {
@@ -92,10 +97,9 @@ type Authorizer struct {
 	after *standin.After
 	// standIns answer when TokenReview cannot (extauthz/internal/standin).
 	standIns *standin.StandIns
-	// rooms and dice steer new sessions away from a full bridge
-	// (steer.go); rooms nil: off. dice is never nil.
-	rooms Rooms
-	dice  func() float64
+	// steering turns new sessions away from a full bridge
+	// (internal/steering; checks.go:Authorizer.steer). Never nil.
+	steering *steering.Steering
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -137,10 +141,7 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, rules: newRules(cfg, d.Objects), metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
-		now: d.Now, failures: failurelimit.New(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
-	if a.dice == nil {
-		a.dice = rand.Float64
-	}
+		now: d.Now, failures: failurelimit.New(cfg.failureLimit), steering: steering.New(d.Rooms, d.Dice)}
 	notify := func(string) {}
 	if d.Live != nil {
 		a.holders, notify = d.Live, d.Live.Notify

@@ -144,3 +144,32 @@ func (a *Authorizer) oweReview(d Decision, c *checked) Decision {
 	}
 	return d
 }
+
+// steer turns a new relay session away from a bridge past its full mark
+// before any TokenReview is spent on it (internal/steering,
+// docs/steering.md): 503 draining or at_capacity, or the bounce answer.
+// ok is true when the check goes on. Off the relay path and for a probe
+// (it registers nothing and must reach the bridge that holds the peer) it
+// steers nothing.
+func (a *Authorizer) steer(req *Request, c *checked) (d Decision, ok bool) {
+	if c.kind != pathRelay || probeOnly(req.Subprotocols) {
+		return Decision{}, true
+	}
+	switch reason := a.steering.Turn(); reason {
+	case "":
+		return Decision{}, true
+	case contract.ResultBounced:
+		return bounce(), false
+	default:
+		return deny(reason), false
+	}
+}
+
+// bounce is the bounce answer: an allow whose only identity header is
+// X-WireKube-Binding: bounce; identitySigner.sign adds the client address
+// and the signature over the two (contract.BindingBounce).
+func bounce() Decision {
+	hs := make([]Header, 1, 1+signedHeaders)
+	hs[0] = Header{contract.HeaderBinding, contract.BindingBounce}
+	return Decision{Headers: hs, Bounced: true, signRoom: true}
+}

@@ -55,7 +55,7 @@ type Config struct {
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
 	failureLimit FailureLimitOptions
-	// The bridge's room (steer.go); empty: not read.
+	// The bridge's room (internal/steering); empty: not read.
 	bridgeRoomURL string
 }
 
