@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -21,9 +20,10 @@ import (
 	"github.com/wirekube/relay-ws/extauthz/internal/events"
 	"github.com/wirekube/relay-ws/extauthz/internal/failurelimit"
 	"github.com/wirekube/relay-ws/extauthz/internal/jwks"
-	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
 	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
 	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
+	"github.com/wirekube/relay-ws/extauthz/internal/standin"
+	"github.com/wirekube/relay-ws/extauthz/internal/steering"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
 	"github.com/wirekube/relay-ws/internal/identitysig"
@@ -57,11 +57,16 @@ type Deps struct {
 	// Authorizer is built (signkeys.Publish). nil: a per-start key pair.
 	Signer *identitysig.Signer
 	// Rooms is the room of the bridge beside this extauthz
-	// (--bridge-room-url; steer.go); nil steers nothing.
+	// (--bridge-room-url; internal/steering); nil steers nothing.
 	Rooms Rooms
 	// Dice draws the bounce, uniform in [0, 1); nil: math/rand/v2.
 	Dice func() float64
 }
+
+// Rooms is the room of the bridge beside this extauthz
+// (extauthz/internal/roomwatch.Watch, --bridge-room-url): ok is false
+// while it is unread or stale.
+type Rooms = steering.Rooms
 
 // Authorizer makes the allow/deny decision. Safe for concurrent use.
 type Authorizer struct {
@@ -86,13 +91,15 @@ type Authorizer struct {
 	// failures limits the failed checks of one client address
 	// (internal/failurelimit, failurelimit.go); nil: off.
 	failures *failurelimit.Limiter
-	// after holds the follow-up reviews of --on-review-throttled=review-after
-	// (extauthz/internal/reviewafter; reviewafter.go makes them); nil under deny.
-	after *reviewafter.Queue[*followUp]
-	// rooms and dice steer new sessions away from a full bridge
-	// (steer.go); rooms nil: off. dice is never nil.
-	rooms Rooms
-	dice  func() float64
+	// after owes and makes the follow-up reviews of
+	// --on-review-throttled=review-after (extauthz/internal/standin, its
+	// queue extauthz/internal/reviewafter); nil under deny.
+	after *standin.After
+	// standIns answer when TokenReview cannot (extauthz/internal/standin).
+	standIns *standin.StandIns
+	// steering turns new sessions away from a full bridge
+	// (internal/steering; checks.go:Authorizer.steer). Never nil.
+	steering *steering.Steering
 }
 
 // NewAuthorizer builds an Authorizer from the completed cfg.
@@ -134,18 +141,13 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a := &Authorizer{cfg: cfg, reviewer: rv, rules: newRules(cfg, d.Objects), metrics: m, log: d.Logger,
 		keys: ks, verifier: tokenverify.New(ks, cfg.audience, d.Now), events: peerEvents{d.Events},
-		now: d.Now, failures: failurelimit.New(cfg.failureLimit), rooms: d.Rooms, dice: d.Dice}
-	if a.dice == nil {
-		a.dice = rand.Float64
-	}
+		now: d.Now, failures: failurelimit.New(cfg.failureLimit), steering: steering.New(d.Rooms, d.Dice)}
 	notify := func(string) {}
 	if d.Live != nil {
 		a.holders, notify = d.Live, d.Live.Notify
 	}
-	if cfg.onThrottled == ThrottledReviewAfter {
-		if a.after, err = newFollowUps(cfg.afterPending, d.Registry, d.Now, notify); err != nil {
-			return nil, fmt.Errorf("extauthz metrics: %w", err)
-		}
+	if a.after, a.standIns, err = newStandIns(cfg, d, rv, notify); err != nil {
+		return nil, fmt.Errorf("extauthz metrics: %w", err)
 	}
 	if d.Signer == nil {
 		kr, _ := signkeys.Load(signkeys.Options{}) // a per-start key pair: cannot fail
@@ -153,6 +155,46 @@ func NewAuthorizer(cfg *Config, d Deps) (*Authorizer, error) {
 	}
 	a.signer.cur.Store(d.Signer)
 	return a, nil
+}
+
+// newStandIns builds what stands in for TokenReview: the follow-ups of
+// --on-review-throttled=review-after (nil under deny; a failed one marks
+// its binding's objects changed on notify) and the offline review.
+func newStandIns(cfg *Config, d Deps, rv *tokenreview.Reviewer, notify func(string)) (*standin.After, *standin.StandIns, error) {
+	var after *standin.After
+	if cfg.onThrottled == ThrottledReviewAfter {
+		var err error
+		after, err = standin.NewAfter(standin.AfterConfig{Max: cfg.afterPending, Reg: d.Registry, Now: d.Now,
+			Notify: notify, Reviewer: rv, Refuses: refusesFor(cfg.audience), Inflight: cfg.maxInflight})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return after, standin.New(standin.Config{OnUnavailable: cfg.onUnavailable, OfflineWindow: cfg.offlineWindow,
+		Audience: cfg.audience, InOutage: rv.InOutage, After: after}), nil
+}
+
+// RunReviewAfter makes the owed follow-up reviews, --max-inflight-reviews
+// at a time (each still takes its turn in the review gate), until ctx is
+// done. It returns at once under --on-review-throttled=deny.
+func (a *Authorizer) RunReviewAfter(ctx context.Context) error {
+	if a.after == nil {
+		return nil
+	}
+	a.after.Run(ctx)
+	return nil
+}
+
+// observeOffline counts the checks decided offline.
+func (a *Authorizer) observeOffline(d Decision) {
+	if !d.Offline {
+		return
+	}
+	result := "allow"
+	if !d.Allowed() {
+		result = "deny"
+	}
+	a.metrics.offlineChecks.WithLabelValues(result).Inc()
 }
 
 // RunKeys loads the token verification keys and keeps them fresh until ctx

@@ -89,7 +89,7 @@ func (a *Authorizer) allowListed(rv *tokenreview.Answer) Decision {
 // use.
 func (a *Authorizer) Rejudge(b revocation.Binding) contract.Reason {
 	if a.after != nil && a.after.Distrusted(b) {
-		return contract.ReasonTokenInvalid // its follow-up TokenReview failed (reviewafter.go)
+		return contract.ReasonTokenInvalid // its follow-up TokenReview failed (internal/standin)
 	}
 	return a.rules.Rejudge(b)
 }

@@ -97,12 +97,7 @@ func (a *Authorizer) reviewToken(ctx context.Context, deadline time.Time, c *che
 		cancel()
 	}
 	if reason == contract.ReasonReviewUnavailable || reason == contract.ReasonReviewThrottled {
-		// Throttled during an outage too: the calls that pass the gate
-		// probe the API; the others need not wait for it to fail.
-		c.rv, c.offline, reason = a.reviewOffline(claims, reason)
-	}
-	if reason == contract.ReasonReviewThrottled {
-		c.rv, c.owed, reason = a.reviewThrottledAfter(claims, c.kind, reason)
+		c.rv, c.offline, c.owed, reason = a.standIns.Stand(claims, c.kind == pathRelay, reason)
 	}
 	if reason == "" {
 		reason = checkReview(&c.rv, c.token, a.cfg.audience)
@@ -129,11 +124,52 @@ func (a *Authorizer) bindIdentity(req *Request, c *checked) Decision {
 			d = a.checkKeyHolder(d)
 		}
 		if c.owed {
-			d = a.oweReview(d, c.k, c.token, c.exp, c.ver, &c.rv)
+			d = a.oweReview(d, c)
 		}
 	}
 	d.CacheHit, d.Offline = c.hit, c.offline
 	d.ReviewOwed = c.owed && d.Allowed()
 	d.Identity = c.rv.Username
 	return d
+}
+
+// oweReview queues the follow-up of an allow d made under review-after;
+// when the queue is full the allow becomes review_throttled.
+func (a *Authorizer) oweReview(d Decision, c *checked) Decision {
+	if !d.Allowed() {
+		return d
+	}
+	if !a.after.Owe(c.k, c.token, c.exp, c.ver, &c.rv, d.binding) {
+		return deny(contract.ReasonReviewThrottled)
+	}
+	return d
+}
+
+// steer turns a new relay session away from a bridge past its full mark
+// before any TokenReview is spent on it (internal/steering,
+// docs/steering.md): 503 draining or at_capacity, or the bounce answer.
+// ok is true when the check goes on. Off the relay path and for a probe
+// (it registers nothing and must reach the bridge that holds the peer) it
+// steers nothing.
+func (a *Authorizer) steer(req *Request, c *checked) (d Decision, ok bool) {
+	if c.kind != pathRelay || probeOnly(req.Subprotocols) {
+		return Decision{}, true
+	}
+	switch reason := a.steering.Turn(); reason {
+	case "":
+		return Decision{}, true
+	case contract.ResultBounced:
+		return bounce(), false
+	default:
+		return deny(reason), false
+	}
+}
+
+// bounce is the bounce answer: an allow whose only identity header is
+// X-WireKube-Binding: bounce; identitySigner.sign adds the client address
+// and the signature over the two (contract.BindingBounce).
+func bounce() Decision {
+	hs := make([]Header, 1, 1+signedHeaders)
+	hs[0] = Header{contract.HeaderBinding, contract.BindingBounce}
+	return Decision{Headers: hs, Bounced: true, signRoom: true}
 }

@@ -34,7 +34,7 @@ type Config struct {
 	watchedNamespaces []string
 	peerEvents        bool
 	// Local verification, degraded mode and review gate (internal/tokenverify,
-	// offline.go, internal/reviewgate).
+	// internal/standin, internal/reviewgate).
 	issuers        []string
 	jwksInterval   time.Duration
 	jwksMinRefresh time.Duration
@@ -55,7 +55,7 @@ type Config struct {
 	signing SigningOptions
 	// Failed checks per client address (failurelimit.go).
 	failureLimit FailureLimitOptions
-	// The bridge's room (steer.go); empty: not read.
+	// The bridge's room (internal/steering); empty: not read.
 	bridgeRoomURL string
 }
 

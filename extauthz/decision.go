@@ -87,7 +87,7 @@ type Decision struct {
 	// source_rate_limited, the reason the limit replaced), for the log
 	// line only: the answer carries nothing beyond the reason code.
 	Detail string
-	// Bounced: the bounce answer (steer.go) of a bridge past its full
+	// Bounced: the bounce answer (checks.go:bounce) of a bridge past its full
 	// mark, an allow that admits nothing; result bounce, reason bounced.
 	Bounced bool
 	// RetryAfter is the Retry-After of a source_rate_limited answer, in
@@ -189,13 +189,30 @@ func (a *Authorizer) decide(ctx context.Context, deadline time.Time, req *Reques
 	if d, ok := a.verifyLocally(ctx, deadline, &c); !ok { // signature and claims; no rule could admit it
 		return d
 	}
-	if d, ok := a.steer(req, &c); !ok { // the bridge beside us past its full mark: no TokenReview for it (steer.go)
+	if d, ok := a.steer(req, &c); !ok { // the bridge beside us past its full mark: no TokenReview for it (internal/steering)
 		return d
 	}
 	if d, ok := a.reviewToken(ctx, deadline, &c); !ok { // TokenReview, or what stands in when it cannot answer
 		return d
 	}
 	return a.bindIdentity(req, &c) // the allowlist, or the WireKubePeer, its key and the key's holder
+}
+
+// result is the result label and log field of d and its reason:
+// allow/allowed, bounce/bounced, or deny and the deny reason.
+func (d *Decision) result() (string, contract.Reason) {
+	switch {
+	case d.Bounced:
+		return "bounce", contract.ResultBounced
+	case d.Allowed():
+		return "allow", contract.ResultAllowed
+	}
+	return "deny", d.Reason
+}
+
+// refusesFor is the follow-up reviews' rule: checkReview's, for audience.
+func refusesFor(audience string) func(rv *tokenreview.Answer, token string) bool {
+	return func(rv *tokenreview.Answer, token string) bool { return checkReview(rv, token, audience) != "" }
 }
 
 // checkReview maps a TokenReview answer (fresh or cached, positive or

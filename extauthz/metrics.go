@@ -20,7 +20,7 @@ const metricsNamespace = "wirekube_extauthz"
 type metrics struct {
 	checks        *prometheus.CounterVec
 	checkDuration *prometheus.HistogramVec
-	offlineChecks *prometheus.CounterVec // degraded mode (offline.go)
+	offlineChecks *prometheus.CounterVec // degraded mode (internal/standin)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {

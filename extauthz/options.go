@@ -124,7 +124,7 @@ type Options struct {
 	// (internal/signkeys, signing.go).
 	SigningOptions
 	// RoomWatchOptions: the bridge's room, read to steer new sessions
-	// (extauthz/internal/roomwatch, steer.go).
+	// (extauthz/internal/roomwatch, internal/steering).
 	RoomWatchOptions
 }
 

@@ -104,7 +104,7 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if !ok {
 				t.Fatal("no follow-up owed")
 			}
-			e.authz.followUp(context.Background(), f)
+			e.authz.after.FollowUp(context.Background(), f)
 			if got := e.authz.Rejudge(d.binding); got != tc.want {
 				t.Errorf("re-judged after the follow-up: %q, want %q", got, tc.want)
 			}
@@ -115,7 +115,7 @@ func TestFollowUpReviewRevokes(t *testing.T) {
 			if revoked := len(notified) > 0; revoked != (tc.want != "") {
 				t.Errorf("streams told to re-judge: %v, want %v", notified, tc.want != "")
 			}
-			if f.token != "" {
+			if f.HoldsToken() {
 				t.Error("the follow-up still holds the token after its review")
 			}
 			if e.reviews.Load() != 2 {

@@ -25,7 +25,7 @@ type identitySigner struct {
 // sign adds X-WireKube-Client-Address (client, as Authorizer.clientAddress
 // read it) and X-WireKube-Signature over it and the identity headers to a
 // relay allow (one that carries X-WireKube-Peer) and to the bounce answer
-// (over its binding alone, steer.go); other decisions are returned as they
+// (over its binding alone, checks.go:bounce); other decisions are returned as they
 // are.
 func (s *identitySigner) sign(d Decision, client string) Decision {
 	signer := s.cur.Load()

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/signkeys"
+	"github.com/wirekube/relay-ws/extauthz/internal/steering"
 	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/identitysig"
 	"github.com/wirekube/relay-ws/internal/room"
@@ -32,7 +33,7 @@ func (f fixedRoom) Room() (room.Room, bool) { return f.r, f.fresh }
 func steered(t *testing.T, rm Rooms, dice float64) *env {
 	t.Helper()
 	e := newEnv(t, nil)
-	e.authz.rooms, e.authz.dice = rm, func() float64 { return dice }
+	e.authz.steering = steering.New(rm, func() float64 { return dice })
 	return e
 }
 
@@ -75,8 +76,7 @@ func TestBounceAnswer(t *testing.T) {
 			keysFile := filepath.Join(t.TempDir(), "keys")
 			var logs bytes.Buffer
 			e := newEnvLogging(t, &logs)
-			e.authz.rooms = fixedRoom{room.Room{Sessions: 99, FullAt: 95, Max: 100}, true}
-			e.authz.dice = func() float64 { return 0.8 }
+			e.authz.steering = steering.New(fixedRoom{room.Room{Sessions: 99, FullAt: 95, Max: 100}, true}, func() float64 { return 0.8 })
 			kr, err := signkeys.Load(SigningOptions{IdentityKeysFile: keysFile})
 			must(t, err)
 			must(t, e.authz.installKeyring(kr, SigningOptions{IdentityKeysFile: keysFile}))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirekube/relay-ws/extauthz/internal/standin"
 	"github.com/wirekube/relay-ws/internal/cli"
 )
 
@@ -53,6 +54,17 @@ type VerifyOptions struct {
 	// deny. Default 3000 (a minute of the default --kube-api-qps).
 	ReviewAfterMaxPending int
 }
+
+// What to do when TokenReview cannot be reached (--on-review-unavailable)
+// or the review gate cannot serve a check within --max-review-wait
+// (--on-review-throttled): extauthz/internal/standin says what each mode
+// does.
+const (
+	UnavailableDeny          = standin.UnavailableDeny
+	UnavailableVerifyOffline = standin.UnavailableVerifyOffline
+	ThrottledDeny            = standin.ThrottledDeny
+	ThrottledReviewAfter     = standin.ThrottledReviewAfter
+)
 
 // AddFlags registers one flag per field on fs, with o's values as defaults.
 func (o *VerifyOptions) AddFlags(fs *flag.FlagSet) {

@@ -12,7 +12,7 @@ import (
 // built before the Authorizer and the Hub and passed to both: the
 // hub adds and removes its streams, the Authorizer asks which binding holds
 // a key (extauthz/keyholder.go) and marks objects changed when a
-// follow-up review fails (extauthz/reviewafter.go), the informers mark them on every change. Safe for
+// follow-up review fails (extauthz/internal/standin/followup.go), the informers mark them on every change. Safe for
 // concurrent use.
 type LiveBindings struct {
 	now func() time.Time

@@ -1,18 +1,17 @@
-package extauthz
+package standin
 
 import (
 	"context"
 	"errors"
-	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
-	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewafter"
+	"github.com/wirekube/relay-ws/extauthz/internal/revocationhub"
+	"github.com/wirekube/relay-ws/extauthz/internal/tokenreview"
 	"github.com/wirekube/relay-ws/extauthz/internal/tokenverify"
-	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
@@ -44,8 +43,8 @@ const (
 	followUpTries = 3
 )
 
-// followUp is a TokenReview owed for a session admitted without one.
-type followUp struct {
+// FollowUp is a TokenReview owed for a session admitted without one.
+type FollowUp struct {
 	k       tokenreview.Key
 	token   string // held only until the review is made; never logged
 	exp     time.Time
@@ -55,48 +54,79 @@ type followUp struct {
 	tries   int
 }
 
+// HoldsToken reports whether f still holds its token (until its review).
+func (f *FollowUp) HoldsToken() bool { return f.token != "" }
+
 // followUpIdentity is the identity a follow-up counts against in the
 // queue's per-identity share.
-func followUpIdentity(f *followUp) string { return f.ver.Identity() }
+func followUpIdentity(f *FollowUp) string { return f.ver.Identity() }
 
-// newFollowUps builds the queue of --on-review-throttled=review-after; a
-// failed follow-up marks its binding's objects changed on notify.
-func newFollowUps(max int, reg prometheus.Registerer, now func() time.Time, notify func(key string)) (*reviewafter.Queue[*followUp], error) {
-	return reviewafter.New(max, reg, now, followUpIdentity, func(b revocation.Binding) {
-		for _, key := range revocationhub.BindingKeys(b) {
-			notify(key)
-		}
-	})
+// Reviewer makes the follow-up's TokenReview (tokenreview.Reviewer).
+type Reviewer interface {
+	Cached(k tokenreview.Key) (tokenreview.Answer, bool)
+	FetchWithin(ctx context.Context, k tokenreview.Key, token string, exp time.Time, ver *tokenverify.Verified, wait time.Duration) (tokenreview.Answer, error)
 }
 
-// RunReviewAfter makes the owed follow-up reviews, --max-inflight-reviews
-// at a time (each still takes its turn in the review gate), until ctx is
-// done. It returns at once under --on-review-throttled=deny.
-func (a *Authorizer) RunReviewAfter(ctx context.Context) error {
-	if a.after == nil {
-		return nil
+// AfterConfig is what the follow-ups need: the queue's bound, registry and
+// clock, notify (a failed follow-up marks its binding's objects changed),
+// the reviewer, refuses (true when a TokenReview answer does not accept
+// the token for the audience: the rule of a check's own answer) and how
+// many follow-ups run at a time (--max-inflight-reviews).
+type AfterConfig struct {
+	Max      int
+	Reg      prometheus.Registerer
+	Now      func() time.Time
+	Notify   func(key string)
+	Reviewer Reviewer
+	Refuses  func(rv *tokenreview.Answer, token string) bool
+	Inflight int
+}
+
+// After owes and makes the follow-up reviews of
+// --on-review-throttled=review-after; the embedded queue holds them.
+type After struct {
+	*reviewafter.Queue[*FollowUp]
+	reviewer Reviewer
+	refuses  func(rv *tokenreview.Answer, token string) bool
+	inflight int
+}
+
+// NewAfter builds the follow-ups of cfg.
+func NewAfter(cfg AfterConfig) (*After, error) {
+	q, err := reviewafter.New(cfg.Max, cfg.Reg, cfg.Now, followUpIdentity, func(b revocation.Binding) {
+		for _, key := range revocationhub.BindingKeys(b) {
+			cfg.Notify(key)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &After{Queue: q, reviewer: cfg.Reviewer, refuses: cfg.Refuses, inflight: cfg.Inflight}, nil
+}
+
+// Run makes the owed follow-up reviews, --max-inflight-reviews at a time
+// (each still takes its turn in the review gate), until ctx is done.
+func (a *After) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range a.cfg.maxInflight {
+	for range a.inflight {
 		wg.Go(func() {
 			for {
-				f, ok := a.after.Take(ctx)
+				f, ok := a.Take(ctx)
 				if !ok {
 					return
 				}
-				a.followUp(ctx, f)
+				a.FollowUp(ctx, f)
 			}
 		})
 	}
 	wg.Wait()
-	return nil
 }
 
-// followUp makes f's TokenReview (or finds a fresh answer of the same
+// FollowUp makes f's TokenReview (or finds a fresh answer of the same
 // token in the cache) and revokes f's binding unless it agrees with what
 // the verified claims said. Fail closed: no answer after every try is a
 // revocation.
-func (a *Authorizer) followUp(ctx context.Context, f *followUp) {
+func (a *After) FollowUp(ctx context.Context, f *FollowUp) {
 	rv, ok := a.reviewer.Cached(f.k)
 	var err error
 	if !ok {
@@ -109,20 +139,20 @@ func (a *Authorizer) followUp(ctx context.Context, f *followUp) {
 	}
 	if errors.Is(err, tokenreview.ErrThrottled) && f.tries+1 < followUpTries {
 		f.tries++
-		a.after.Add(f, true)
+		a.Add(f, true)
 		return
 	}
 	result := reviewafter.Confirmed
 	switch {
 	case err != nil:
 		result = reviewafter.Error
-	case checkReview(&rv, f.token, a.cfg.audience) != "" || !sameIdentity(&rv, &f.assumed):
+	case a.refuses(&rv, f.token) || !sameIdentity(&rv, &f.assumed):
 		result = reviewafter.Refused
 	}
 	f.token = ""
-	a.after.Count(result)
+	a.Count(result)
 	if result != reviewafter.Confirmed {
-		a.after.Revoke(f.binding)
+		a.Revoke(f.binding)
 	}
 }
 
@@ -137,29 +167,9 @@ func sameIdentity(got, assumed *tokenreview.Answer) bool {
 		eq(got.NodeName, assumed.NodeName) && eq(got.NodeUID, assumed.NodeUID)
 }
 
-// reviewThrottledAfter is the review-after fallback of a review_throttled
-// answer on the relay path: the review the verified claims stand for, when
-// the mode is on and the claims can be bound locally. Otherwise the reason
-// stands.
-func (a *Authorizer) reviewThrottledAfter(c *tokenverify.Claims, kind pathKind, reason contract.Reason) (tokenreview.Answer, bool, contract.Reason) {
-	if a.after == nil || reason != contract.ReasonReviewThrottled || kind != pathRelay {
-		return tokenreview.Answer{}, false, reason
-	}
-	rv, ok := offlineReview(c, a.cfg.audience)
-	if !ok {
-		return tokenreview.Answer{}, false, reason
-	}
-	return rv, true, ""
-}
-
-// oweReview queues the follow-up of an allow d made under review-after;
-// when the queue is full the allow becomes review_throttled.
-func (a *Authorizer) oweReview(d Decision, k tokenreview.Key, token string, exp time.Time, ver *tokenverify.Verified, rv *tokenreview.Answer) Decision {
-	if !d.Allowed() {
-		return d
-	}
-	if !a.after.Add(&followUp{k: k, token: token, exp: exp, ver: ver, assumed: *rv, binding: d.binding}, false) {
-		return deny(contract.ReasonReviewThrottled)
-	}
-	return d
+// Owe queues the follow-up of an admission made under review-after on
+// the verified claims' review assumed; false when the queue is full (the
+// admission becomes review_throttled).
+func (a *After) Owe(k tokenreview.Key, token string, exp time.Time, ver *tokenverify.Verified, assumed *tokenreview.Answer, b revocation.Binding) bool {
+	return a.Add(&FollowUp{k: k, token: token, exp: exp, ver: ver, assumed: *assumed, binding: b}, false)
 }
