@@ -60,14 +60,21 @@ func Collect(r io.Reader) ([]Row, error) {
 	return rows, sc.Err()
 }
 
-// Table writes rows as one Markdown table with aligned columns.
+// maxPad bounds the padding of a column: a cell longer than this (the
+// scale rows' values carry their run's conditions) is written as it is
+// instead of widening every line of its column, which kept
+// docs/performance.md tens of KiB larger for nothing a reader sees.
+const maxPad = 40
+
+// Table writes rows as one Markdown table, each column aligned up to
+// maxPad characters.
 func Table(w io.Writer, rows []Row) {
 	head := Row{"figure", "value", "baseline", "ratio", "goal", "met?"}
 	var wd [6]int
 	cols := func(r Row) [6]string { return [6]string{r.Figure, r.Value, r.Baseline, r.Ratio, r.Goal, r.Met} }
 	for _, r := range append([]Row{head}, rows...) {
 		for i, s := range cols(r) {
-			wd[i] = max(wd[i], len(s))
+			wd[i] = max(wd[i], min(len(s), maxPad))
 		}
 	}
 	line := func(c [6]string) {
