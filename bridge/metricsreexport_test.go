@@ -5,17 +5,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-)
 
-// extauthzExposition is a text exposition as extauthz serves it: one of its
-// own families, and families the bridge exports too.
-const extauthzExposition = `# HELP wirekube_extauthz_checks_total Checks.
-# TYPE wirekube_extauthz_checks_total counter
-wirekube_extauthz_checks_total{reason="token_invalid",result="deny"} 3
-# HELP wirekube_bridge_sessions_active Not the bridge's.
-# TYPE wirekube_bridge_sessions_active gauge
-wirekube_bridge_sessions_active 99
-`
+	"github.com/wirekube/relay-ws/internal/test/testutil"
+)
 
 // TestReexportMetricsServesOtherContainersFamilies: with --reexport-metrics,
 // /metrics/pod carries a family another container serves, keeps the
@@ -23,7 +15,7 @@ wirekube_bridge_sessions_active 99
 // as left out of the scrape; /metrics stays the bridge's own.
 func TestReexportMetricsServesOtherContainersFamilies(t *testing.T) {
 	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte(extauthzExposition))
+		_, _ = w.Write([]byte(testutil.ExtauthzExposition))
 	}))
 	defer ok.Close()
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -8,17 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-)
 
-// extauthzExposition is a text exposition as extauthz serves it: one of its
-// own families, and a family the bridge exports too (a fuzz seed).
-const extauthzExposition = `# HELP wirekube_extauthz_checks_total Checks.
-# TYPE wirekube_extauthz_checks_total counter
-wirekube_extauthz_checks_total{reason="token_invalid",result="deny"} 3
-# HELP wirekube_bridge_sessions_active Not the bridge's.
-# TYPE wirekube_bridge_sessions_active gauge
-wirekube_bridge_sessions_active 99
-`
+	"github.com/wirekube/relay-ws/internal/test/testutil"
+)
 
 // TestReexportMetricsRefusesNonLoopbackURLs: only plain http to a loopback
 // host with a port is accepted, and the error names the flag.
@@ -42,7 +34,7 @@ func TestReexportMetricsRefusesNonLoopbackURLs(t *testing.T) {
 // FuzzParseReexport: any bytes another container answers either fail to
 // parse or give named families, sorted, each name once.
 func FuzzParseReexport(f *testing.F) {
-	f.Add([]byte(extauthzExposition))
+	f.Add([]byte(testutil.ExtauthzExposition))
 	f.Add([]byte("# TYPE envoy_cluster_upstream_cx_connect_fail counter\nenvoy_cluster_upstream_cx_connect_fail{envoy_cluster_name=\"bridge\"} 0\n"))
 	f.Add([]byte("x{a=\"\\\"\"} NaN 1\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 2\nh_count 1\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
