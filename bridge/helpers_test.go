@@ -104,7 +104,7 @@ func testOptions(relayAddr string) Options {
 	// signature_test.go checks signatures; the other tests send identity
 	// headers of their own making.
 	o.IdentityKeysFile = ""
-	// Off unless a test is about them (hold_test.go, peerlimit_test.go):
+	// Off unless a test is about them (recovery_test.go, outage_test.go):
 	// the other tests open many sessions of one peer and expect
 	// relay_unavailable at once.
 	o.RelayWait = 0
