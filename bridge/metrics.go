@@ -190,25 +190,16 @@ func (m *recoveryMetrics) observeHold(d time.Duration, outcome string) {
 	m.holdDuration.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-// registerStateMetrics registers the gauges read from s when scraped, and
-// the configured limits, so that alerts and dashboards can compare usage
-// with them (sessions_active / sessions_limit) without knowing the flags.
-func registerStateMetrics(reg prometheus.Registerer, s *Server) error {
-	const ns = metricsNamespace
-	limit := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "sessions_limit",
-		Help: "The --max-sessions cap: beyond it upgrades get 503 at_capacity."})
-	limit.Set(float64(s.cfg.MaxSessions))
-	drainRate := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "drain_rate_limit",
-		Help: "The --drain-rate pace: sessions a drain closes per second (0: spread over half of --drain-timeout)."})
-	drainRate.Set(s.cfg.DrainRate)
-	backoffLen := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "key_mismatch_backoff_identities",
-		Help: "Identities remembered by the key-mismatch backoff (bounded LRU)."},
-		func() float64 { return float64(s.peers.backoff.Len()) })
-	peers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "peers_active",
-		Help: "WireKubePeers with at least one admitted request (per-peer limits)."},
-		func() float64 { return float64(s.peers.limits.Len()) })
-	return register(reg, limit, drainRate, backoffLen, peers)
-}
+// Outcomes of one address attempt (wirekube_bridge_relay_dial_attempts_total)
+// and of a name resolution (wirekube_bridge_relay_resolves_total).
+const (
+	dialOK       = "ok"
+	dialRefused  = "refused"
+	dialTimeout  = "timeout"
+	dialCanceled = "canceled" // the caller gave up (client gone, shutdown)
+	dialError    = "error"
+	resolveStale = "error_used_previous" // lookup failed, last good answer reused
+)
 
 // dialMetrics count the relay dialer's steps (relaydial.go). The whole
 // dial's latency stays in wirekube_bridge_relay_dial_duration_seconds.

@@ -18,6 +18,13 @@ import (
 	"github.com/wirekube/relay-ws/internal/netutil"
 )
 
+// DefaultRelayAddr is the headless Service the WireKube Helm chart always
+// renders while its relay is enabled (wirekube-relay-control, clusterIP
+// None: one DNS answer per ready relay Pod). The chart's external
+// wirekube-relay Service is not rendered once the mesh uses wss, so the
+// bridge must not depend on it.
+const DefaultRelayAddr = "wirekube-relay-control.wirekube-system.svc.cluster.local:3478"
+
 // Options are the bridge settings, filled by flags (AddFlags) or by an
 // embedding program. DefaultOptions returns the documented defaults;
 // Validate reports every bad setting and Complete turns them into the Config

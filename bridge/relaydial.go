@@ -16,26 +16,8 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// DefaultRelayAddr is the headless Service the WireKube Helm chart always
-// renders while its relay is enabled (wirekube-relay-control, clusterIP
-// None: one DNS answer per ready relay Pod). The chart's external
-// wirekube-relay Service is not rendered once the mesh uses wss, so the
-// bridge must not depend on it.
-const DefaultRelayAddr = "wirekube-relay-control.wirekube-system.svc.cluster.local:3478"
-
 // ErrRelayUnreachable means no address of --relay-addr accepted a connection.
 var ErrRelayUnreachable = errors.New("bridge: no relay address answered")
-
-// Outcomes of one address attempt (wirekube_bridge_relay_dial_attempts_total)
-// and of a name resolution (wirekube_bridge_relay_resolves_total).
-const (
-	dialOK       = "ok"
-	dialRefused  = "refused"
-	dialTimeout  = "timeout"
-	dialCanceled = "canceled" // the caller gave up (client gone, shutdown)
-	dialError    = "error"
-	resolveStale = "error_used_previous" // lookup failed, last good answer reused
-)
 
 // relayDialer is the bridge's one path to the raw relay: every session dial
 // (dialRelay) and every readiness probe (probeRelay) goes through dial.
