@@ -181,6 +181,21 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 
 // Validate reports every invalid setting, each error naming its flag.
 func (o *Options) Validate() error {
+	errs := append(o.addressErrors(), o.boundErrors()...)
+	errs = append(errs, o.RecoveryOptions.Validate(), o.RevocationOptions.Validate(), o.SignatureOptions.Validate(),
+		o.KeysReloadOptions.Validate(), o.ReexportOptions.Validate(), o.BounceOptions.Validate())
+	if err := logging.CheckFormat(o.LogFormat); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := logging.ParseLevel(o.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// addressErrors checks the listeners, the relay and drain-peer names, the
+// relay path and the allowed origins.
+func (o *Options) addressErrors() []error {
 	var errs []error
 	for _, a := range []struct {
 		flag, v    string
@@ -204,6 +219,18 @@ func (o *Options) Validate() error {
 	if !strings.HasPrefix(o.Path, "/") || o.Path == "/healthz" || o.Path == "/readyz" || o.Path == "/metrics" {
 		errs = append(errs, fmt.Errorf("--path: want an absolute path other than /healthz, /readyz, /metrics, got %q", o.Path))
 	}
+	for _, origin := range o.AllowedOrigins {
+		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
+		}
+	}
+	return errs
+}
+
+// boundErrors checks the timeouts, the drain rate and the session cap
+// with its full mark.
+func (o *Options) boundErrors() []error {
+	var errs []error
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -225,21 +252,7 @@ func (o *Options) Validate() error {
 	if o.UnreadyAt < 0 || o.UnreadyAt > 100 {
 		errs = append(errs, fmt.Errorf("--unready-at: want a percent of --max-sessions from 0 (off) to 100, got %d", o.UnreadyAt))
 	}
-	errs = append(errs, o.RecoveryOptions.Validate())
-	for _, origin := range o.AllowedOrigins {
-		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--allowed-origins: want scheme://host[:port], got %q", origin))
-		}
-	}
-	errs = append(errs, o.RevocationOptions.Validate(), o.SignatureOptions.Validate(),
-		o.KeysReloadOptions.Validate(), o.ReexportOptions.Validate(), o.BounceOptions.Validate())
-	if err := logging.CheckFormat(o.LogFormat); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := logging.ParseLevel(o.LogLevel); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // Config is the validated, completed form of Options, built once by
