@@ -16,7 +16,7 @@ import (
 // registerStateMetrics once the Server exists.
 
 // metricsNamespace prefixes every bridge metric name.
-const metricsNamespace = "wirekube_bridge"
+const metricsNamespace = contract.MetricsNamespaceBridge
 
 // Directions of the frame and byte counters.
 const (

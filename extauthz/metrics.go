@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // This file holds the collectors of the checks: metrics (checks, degraded
@@ -14,7 +16,7 @@ import (
 // never on the global default.
 
 // metricsNamespace prefixes every extauthz metric name.
-const metricsNamespace = "wirekube_extauthz"
+const metricsNamespace = contract.MetricsNamespaceExtauthz
 
 // metrics are the collectors of the checks.
 type metrics struct {

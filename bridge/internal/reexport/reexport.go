@@ -18,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // Path serves, on the metrics listener, the bridge's families and
@@ -35,7 +37,7 @@ const (
 )
 
 // metricsNamespace prefixes the room's metric name, as every bridge metric.
-const metricsNamespace = "wirekube_bridge"
+const metricsNamespace = contract.MetricsNamespaceBridge
 
 // gatherer is the bridge's registry followed by the families of each URL;
 // a failing URL is counted (wirekube_bridge_metrics_reexport_failures_total)

@@ -1,6 +1,10 @@
 package revocationclient
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
 
 // metrics describe the revocation stream (docs/revocation.md). Sessions
 // closed by a revocation are counted in the bridge's sessions_total by
@@ -17,7 +21,7 @@ type metrics struct {
 }
 
 // metricsNamespace is the bridge's, whose metrics these are.
-const metricsNamespace = "wirekube_bridge"
+const metricsNamespace = contract.MetricsNamespaceBridge
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	const ns = metricsNamespace

@@ -72,7 +72,7 @@ func New(client Client, objects Objects, reg prometheus.Registerer, log *slog.Lo
 	e := &Recorder{client: client, objects: objects, clock: clk,
 		source: corev1.EventSource{Component: eventsComponent, Host: host}, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "wirekube_extauthz", Name: "peer_events_total",
+			Namespace: contract.MetricsNamespaceExtauthz, Name: "peer_events_total",
 			Help: "Kubernetes Events on WireKubePeers and WireKubeMeshes by lane (revocation|refusal|mesh) and result " +
 				"(created|updated|rate_limited|dropped|share_full|failed).",
 		}, []string{"lane", "result"}),

@@ -1,6 +1,10 @@
 package jwks
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
 
 // metrics are the key set's collectors.
 type metrics struct {
@@ -9,7 +13,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns = "wirekube_extauthz"
+	const ns = contract.MetricsNamespaceExtauthz
 	m := &metrics{
 		jwksRefreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "jwks_refreshes_total",

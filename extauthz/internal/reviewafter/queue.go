@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/revocation"
 )
 
@@ -68,7 +69,7 @@ func New[T any](max int, reg prometheus.Registerer, now func() time.Time, identi
 	q := &Queue[T]{max: max, now: now, identity: identity, onRevoke: onRevoke, wake: make(chan struct{}, 1),
 		distrust: map[string]time.Time{}, waiting: map[string]int{}}
 	q.results = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "wirekube_extauthz", Name: "review_after_total",
+		Namespace: contract.MetricsNamespaceExtauthz, Name: "review_after_total",
 		Help: "Relay upgrades admitted under --on-review-throttled=review-after and their follow-up TokenReviews, " +
 			"by result (admitted|queue_full|identity_share|confirmed|refused|error).",
 	}, []string{"result"})
@@ -76,11 +77,11 @@ func New[T any](max int, reg prometheus.Registerer, now func() time.Time, identi
 		q.results.WithLabelValues(r)
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: "wirekube_extauthz", Name: "review_after_pending",
+		Namespace: contract.MetricsNamespaceExtauthz, Name: "review_after_pending",
 		Help: "Follow-up TokenReviews waiting (bounded by --review-after-max-pending).",
 	}, func() float64 { return float64(q.Len()) })
 	limit := prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "wirekube_extauthz", Name: "review_after_pending_limit",
+		Namespace: contract.MetricsNamespaceExtauthz, Name: "review_after_pending_limit",
 		Help: "The --review-after-max-pending bound.",
 	})
 	limit.Set(float64(max))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // Gate bounds the TokenReview calls of the process: a call needs a
@@ -320,7 +322,7 @@ func (g *Gate) SetRate(qps float64) { g.limiter.SetLimit(rate.Limit(qps)) }
 // (wirekube_extauthz_review_gate_refusals_total), every cause at 0.
 func NewRefusals() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "wirekube_extauthz", Name: "review_gate_refusals_total",
+		Namespace: contract.MetricsNamespaceExtauthz, Name: "review_gate_refusals_total",
 		Help: "TokenReviews not made, answered review_throttled, by cause (rate|slot|pushed_out).",
 	}, []string{"cause"})
 	for _, cause := range []string{gateRefusedRate, gateRefusedSlot, gateRefusedPushedOut} {

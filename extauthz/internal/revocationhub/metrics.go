@@ -1,6 +1,10 @@
 package revocationhub
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wirekube/relay-ws/internal/contract"
+)
 
 // metrics are the revocation stream's collectors.
 type metrics struct {
@@ -11,7 +15,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, counts func() (int, int)) (*metrics, error) {
-	const ns = "wirekube_extauthz"
+	const ns = contract.MetricsNamespaceExtauthz
 	m := &metrics{
 		revocations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "revocations_total",
 			Help: "Live-session bindings revoked on the revocation stream, by reason."}, []string{"reason"}),

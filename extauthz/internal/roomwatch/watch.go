@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wirekube/relay-ws/internal/contract"
 	"github.com/wirekube/relay-ws/internal/room"
 )
 
@@ -33,7 +34,7 @@ const (
 )
 
 // metricsNamespace prefixes the watch's metrics (extauthz's own).
-const metricsNamespace = "wirekube_extauthz"
+const metricsNamespace = contract.MetricsNamespaceExtauthz
 
 // Fetch reads one /room answer: at most room.MaxBody+1 bytes, so that
 // room.Parse refuses a longer one.

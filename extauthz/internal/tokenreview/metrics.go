@@ -6,10 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wirekube/relay-ws/extauthz/internal/reviewgate"
+	"github.com/wirekube/relay-ws/internal/contract"
 )
 
 // metricsNamespace prefixes every extauthz metric name.
-const metricsNamespace = "wirekube_extauthz"
+const metricsNamespace = contract.MetricsNamespaceExtauthz
 
 // metrics are the collectors of TokenReview: its calls, failures, cache,
 // outage and the review gate's refusals. They are registered on the
