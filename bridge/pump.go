@@ -27,7 +27,7 @@ var errClientClose = errors.New("bridge: client sent close")
 // end without touching the client direction again.
 func (s *session) clientToRelay() (parked bool) {
 	for {
-		if err := s.fromClient.readInto(s, &s.raw); err != nil {
+		if err := s.fromClient.readInto(&s.raw); err != nil {
 			switch err = s.clientIdle(err); err {
 			case nil:
 				continue
@@ -179,7 +179,13 @@ func (s *session) writeRelay(p []byte) error {
 	if err := s.relay.SetWriteDeadline(time.Now().Add(s.srv.cfg.WriteTimeout)); err != nil {
 		return err
 	}
-	n, err := s.relay.Write(p)
+	var n int
+	var err error
+	if s.fromRelay.canWrite() {
+		n, err = s.fromClient.write(&s.fromRelay, 0, p)
+	} else {
+		n, err = s.relay.Write(p)
+	}
 	s.bytesToRelay.Add(int64(n))
 	return err
 }
@@ -205,7 +211,7 @@ func clientReadClose(err error, registered bool) *closeError {
 }
 
 // relayToClient copies relay frames to the client. While idle it holds no
-// pooled buffer (see idleReader). Each binary message carries
+// pooled buffer (see pumpIO). Each binary message carries
 // whole frames only: what one read returned (frames already there) is
 // packed up to coalesceLimit, and a frame never waits for a later one.
 func (s *session) relayToClient() {
@@ -229,7 +235,7 @@ func (s *session) copyRelay() error {
 	for {
 		// Waits holding no pooled buffer when nothing is pending; completes
 		// a partial frame in place otherwise.
-		if err := s.fromRelay.readInto(s, &s.out); err != nil {
+		if err := s.fromRelay.readInto(&s.out); err != nil {
 			if err = s.relayIdle(err); err != nil {
 				return err
 			}

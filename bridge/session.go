@@ -35,7 +35,7 @@ type session struct {
 	raw                   streamBuf // client bytes: decoded (inLen) then not yet decoded
 	inLen                 int       // decoded client -> relay stream bytes at the start of raw
 	out                   streamBuf // relay -> client bytes not yet sent
-	fromClient, fromRelay idleReader
+	fromClient, fromRelay pumpIO    // each reader goroutine's reads and writes (pumpio.go)
 
 	// lingered counts client bytes dropped after end; lingerRaw is set
 	// when they are dropped without decoding. Client reader only.
@@ -51,14 +51,12 @@ type session struct {
 
 	// The relay -> client writer (writeframe.go): direct is the client
 	// socket when messages bypass gorilla's write buffer; wlock orders the
-	// close frame after data (closeSent); whdr and wbuf* are the header and
-	// writev scratch of the relay reader goroutine.
+	// close frame after data (closeSent); whdr is the frame header the relay
+	// reader goroutine writes before each message (pumpIO.write).
 	direct    net.Conn
 	wlock     writeLock
 	closeSent bool
 	whdr      [10]byte
-	wbufArr   [2][]byte
-	wbufs     net.Buffers
 
 	// Counter updates batched per forwarded run or message, one per
 	// direction's goroutine.
@@ -146,9 +144,9 @@ func newSession(srv *Server, ws *websocket.Conn, relay net.Conn, id peerIdentity
 	s.pingAt = s.start.Add(srv.cfg.PingInterval)
 	s.pinger = time.AfterFunc(srv.cfg.PingInterval, func() { s.fromTimer(s.ping) })
 	s.dec = wsframe.Decoder{OnControl: s.onControl, OnMessage: s.countMessage}
-	s.direct = directConn(ws.NetConn())
-	s.fromClient.init(ws.NetConn())
-	s.fromRelay.init(relay)
+	s.fromClient.init(s, ws.NetConn())
+	s.fromRelay.init(s, relay)
+	s.direct = directConn(ws.NetConn(), &s.fromClient)
 	s.parkable = srv.parkingOn()
 	return s
 }
@@ -238,7 +236,7 @@ func (s *session) registered() {
 }
 
 // idleReadSize is the idle wait array of a connection without a file
-// descriptor (see idleReader): it holds a whole small frame.
+// descriptor (see pumpIO): it holds a whole small frame.
 const idleReadSize = 128
 
 // refreshReadDeadline gives a registered client three ping intervals to

@@ -15,8 +15,9 @@ import (
 // writev straight from the relay buffer, with no copy into gorilla's write
 // buffer (which copies up to its size per message). Control frames (ping,
 // pong, close) still go through gorilla. Each is a single Write call and
-// each data frame a single writev, and the socket serialises whole calls,
-// so frames never interleave. Only the order of the close frame against
+// each data frame a single write through the socket's RawConn (one writev,
+// more only while the socket is full), and the socket's write lock
+// serialises whole calls, so frames never interleave. Only the order of the close frame against
 // data matters: closeSent, under the write lock, keeps data from following
 // a close.
 
@@ -24,12 +25,15 @@ import (
 var errCloseSent = errors.New("bridge: close frame already sent")
 
 // directConn is the client connection when it is a plain socket that
-// writes a net.Buffers with one writev under its write lock; nil otherwise
-// (then messages go through gorilla).
-func directConn(c net.Conn) net.Conn {
+// the relay reader's pumpIO writes with one writev under its write lock
+// (to, the client reader's pumpIO, has its RawConn); nil otherwise (then
+// messages go through gorilla).
+func directConn(c net.Conn, to *pumpIO) net.Conn {
 	switch c.(type) {
 	case *net.TCPConn, *net.UnixConn:
-		return c
+		if to.canWrite() {
+			return c
+		}
 	}
 	return nil
 }
@@ -70,10 +74,8 @@ func (s *session) writeMessage(p []byte, deadline time.Time) error {
 	if err := s.direct.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	s.wbufArr = [2][]byte{wsframe.AppendServerHeader(s.whdr[:0], len(p)), p}
-	s.wbufs = s.wbufArr[:]
-	_, err := s.wbufs.WriteTo(s.direct)
-	s.wbufArr = [2][]byte{} // hold no reference to the pooled buffer
+	hlen := len(wsframe.AppendServerHeader(s.whdr[:0], len(p)))
+	_, err := s.fromRelay.write(&s.fromClient, hlen, p)
 	return err
 }
 
