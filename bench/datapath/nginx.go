@@ -180,7 +180,9 @@ const nginxTuneBEnv = "WIREKUBE_BENCH_NGINX_TUNE_B"
 
 // bridgeEnvBEnv, when set, adds the same path as nginxTuneBEnv (or gives
 // its bridge these settings): space-separated KEY=value pairs for the
-// path's bridge process, e.g. GOMAXPROCS=1.
+// path's bridge process, e.g. GOMAXPROCS=1; a first pair BIN=<path> runs
+// that build of this test binary as the path's bridge instead (another
+// tree's bridge beside this one in the same rounds).
 const bridgeEnvBEnv = "WIREKUBE_BENCH_BRIDGE_ENV_B"
 
 func tuneNginx(site, tune string) (string, error) {
