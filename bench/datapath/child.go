@@ -161,14 +161,9 @@ type child struct {
 	addr, admin string
 }
 
-// startChild runs the test binary again as a gateway of role; env adds
-// KEY=value settings (childListenEnv, childCertEnv).
-func startChild(role, relayAddr string, env ...string) (*child, error) {
-	return startChildBin(os.Args[0], role, relayAddr, env...)
-}
-
-// startChildBin is startChild running bin, another build of this test
-// binary (an A/B of two bridge builds in one run).
+// startChildBin runs bin (this test binary, os.Args[0], or another build
+// of it: an A/B of two bridge builds in one run) as a gateway of role; env
+// adds KEY=value settings (childListenEnv, childCertEnv).
 func startChildBin(bin, role, relayAddr string, env ...string) (*child, error) {
 	cmd := exec.Command(bin, "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(append(os.Environ(), ChildEnv+"="+relayAddr, childRoleEnv+"="+role), env...)
