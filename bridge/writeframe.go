@@ -17,9 +17,9 @@ import (
 // pong, close) still go through gorilla. Each is a single Write call and
 // each data frame a single write through the socket's RawConn (one writev,
 // more only while the socket is full), and the socket's write lock
-// serialises whole calls, so frames never interleave. Only the order of the close frame against
-// data matters: closeSent, under the write lock, keeps data from following
-// a close.
+// serialises whole calls, so frames never interleave. Only the order of
+// the close frame against data matters: closeSent, under the write lock,
+// keeps data from following a close.
 
 // errCloseSent refuses a data write after the close frame.
 var errCloseSent = errors.New("bridge: close frame already sent")
