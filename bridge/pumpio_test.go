@@ -1,11 +1,14 @@
 package bridge
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -144,5 +147,76 @@ func TestPumpReadIntoAppendsToAFrameInProgress(t *testing.T) {
 	}
 	if sb.b != nil {
 		t.Error("readInto kept a pooled buffer after the end of the stream")
+	}
+}
+
+// While a message waits for room in the middle of its bytes, the other
+// writers of the connection (gorilla's control frames: one Write each)
+// wait for the whole message: the client reads the message whole, then
+// the control frames.
+func TestPumpWriteKeepsOtherWritersOutOfAMessage(t *testing.T) {
+	src, dst := tcpPair(t)
+	peer, _ := tcpPair(t)
+	must(t, dst.SetWriteBuffer(4096))
+	s := pumpSession(dst, peer)
+	payload := bytes.Repeat([]byte{0x5a, 0xa5, 0x33}, 2<<20/3) // more than both sockets' buffers hold
+	// A server binary frame of len(payload) bytes: 0x82, 127, 64-bit length.
+	hdr := []byte{0x82, 127, 0, 0, 0, 0, 0, byte(len(payload) >> 16), byte(len(payload) >> 8), byte(len(payload))}
+	copy(s.whdr[:], hdr)
+	ping := []byte{0x89, 0x04, 'p', 'i', 'n', 'g'}
+	const pings = 8
+	must(t, dst.SetWriteDeadline(time.Now().Add(time.Minute)))
+	must(t, src.SetReadDeadline(time.Now().Add(time.Minute)))
+
+	started, resume := make(chan struct{}), make(chan struct{})
+	got := make(chan error, 1)
+	go func() { // the client: the message whole, then the pings
+		in := bufio.NewReaderSize(src, 64<<10)
+		h := make([]byte, len(hdr))
+		_, err := io.ReadFull(in, h[:2])
+		close(started)
+		<-resume
+		if err == nil {
+			_, err = io.ReadFull(in, h[2:])
+		}
+		if err != nil || !bytes.Equal(h, hdr) {
+			got <- fmt.Errorf("the first frame's header is % x (%v), want the message's % x", h, err, hdr)
+			return
+		}
+		b := make([]byte, len(payload))
+		if _, err := io.ReadFull(in, b); err != nil || !bytes.Equal(b, payload) {
+			got <- fmt.Errorf("the message's payload did not arrive whole (%v): another frame inside it?", err)
+			return
+		}
+		rest, err := io.ReadAll(in)
+		if want := bytes.Repeat(ping, pings); err != nil || !bytes.Equal(rest, want) {
+			got <- fmt.Errorf("after the message the client read % x (%v), want %d ping frames", rest, err, pings)
+			return
+		}
+		got <- nil
+	}()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.fromRelay.write(&s.fromClient, len(hdr), payload)
+		done <- err
+	}()
+	<-started // the message is on its way and the client reads no more: the socket is full
+	var wg sync.WaitGroup
+	for range pings {
+		wg.Go(func() {
+			_, err := dst.Write(ping) // as gorilla's WriteControl: one Write
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // lets the pings reach the write lock; the assertions do not depend on it
+	close(resume)
+	must(t, <-done)
+	wg.Wait()
+	must(t, dst.CloseWrite())
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
