@@ -197,11 +197,7 @@ func startPaths(ctx context.Context, cfg Config, dir, relayAddr string) ([]path,
 		return fail(err)
 	}
 	start := func(role string, env ...string) (*child, error) {
-		bin := os.Args[0]
-		if len(env) > 0 && strings.HasPrefix(env[0], "BIN=") { // another build's bridge (bridgeEnvBEnv)
-			bin, env = strings.TrimPrefix(env[0], "BIN="), env[1:]
-		}
-		c, err := startChildBin(bin, role, relayAddr, env...)
+		c, err := startChildEnv(role, relayAddr, env...)
 		if err == nil {
 			stops = append(stops, c.stop)
 		}

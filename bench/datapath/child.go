@@ -161,9 +161,21 @@ type child struct {
 	addr, admin string
 }
 
-// startChildBin runs bin (this test binary, os.Args[0], or another build
-// of it: an A/B of two bridge builds in one run) as a gateway of role; env
-// adds KEY=value settings (childListenEnv, childCertEnv).
+// startChildEnv runs this test binary as a gateway of role with the
+// KEY=value settings env, or, when the first of them is BIN=<path>, that
+// other build of it (an A/B of two bridge builds in one run) with the
+// rest.
+func startChildEnv(role, relayAddr string, env ...string) (*child, error) {
+	bin := os.Args[0]
+	if len(env) > 0 && strings.HasPrefix(env[0], "BIN=") {
+		bin, env = strings.TrimPrefix(env[0], "BIN="), env[1:]
+	}
+	return startChildBin(bin, role, relayAddr, env...)
+}
+
+// startChildBin runs bin, this test binary or another build of it, as a
+// gateway of role; env adds KEY=value settings (childListenEnv,
+// childCertEnv).
 func startChildBin(bin, role, relayAddr string, env ...string) (*child, error) {
 	cmd := exec.Command(bin, "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(append(os.Environ(), ChildEnv+"="+relayAddr, childRoleEnv+"="+role), env...)

@@ -62,11 +62,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if p.role == "" || p.child != nil {
 			continue
 		}
-		bin := os.Args[0]
-		if len(p.env) > 0 && strings.HasPrefix(p.env[0], "BIN=") {
-			bin, p.env = strings.TrimPrefix(p.env[0], "BIN="), p.env[1:]
-		}
-		c, err := startChildBin(bin, p.role, addr, p.env...)
+		c, err := startChildEnv(p.role, addr, p.env...)
 		if err != nil {
 			b.Fatal(err)
 		}
