@@ -6,7 +6,7 @@ import (
 )
 
 // Raw says the functions make raw system calls on this platform; where
-// false, Read goes through the runtime and Write2 is not available.
+// false they are not available and callers use net.Conn.
 const Raw = true
 
 // Read is one read(2) of fd into p: the bytes read (0 at the end of the
